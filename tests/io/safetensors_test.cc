@@ -320,6 +320,33 @@ TEST_F(SafetensorsTest, SafetensorsFile_RejectsEveryTruncationOfAValidFile) {
     EXPECT_TRUE(SafetensorsFile::open(write("t.safetensors", bytes)).is_ok());
 }
 
+TEST_F(SafetensorsTest, SafetensorsFile_SurvivesSingleByteCorruptionOfTheHeader) {
+    std::string good =
+        build_safetensors({{"a", "F32", {2, 2}, bytes_of(16)}, {"b", "I8", {3}, bytes_of(3)}}, json{{"format", "pt"}});
+    size_t header_end = good.size() - 19;
+    int num_opened = 0;
+    for (size_t pos = 0; pos < header_end; ++pos) {
+        for (char replacement : {'\0', '9', '"', '-', '[', '{', ',', char(0xff)}) {
+            std::string bytes = good;
+            bytes[pos] = replacement;
+            auto file = SafetensorsFile::open(write("c.safetensors", bytes));
+            if (!file.is_ok()) continue;
+            ++num_opened;
+            // Whatever got through must still describe bytes inside the file.
+            for (const auto& [name, entry] : (*file)->entries()) {
+                auto view = (*file)->view(name);
+                ASSERT_TRUE(view.is_ok()) << view.status().message();
+                const auto* begin = static_cast<const uint8_t*>(view->data);
+                ASSERT_LE(entry.data_end, 19u) << "byte " << pos;
+                if (view->nbytes() > 0) {
+                    EXPECT_EQ(begin[0], uint8_t(bytes[header_end + entry.data_begin]));
+                }
+            }
+        }
+    }
+    EXPECT_GT(num_opened, 0);  // some edits (inside metadata strings, say) are harmless
+}
+
 // --- Checkpoint ---
 
 std::string index_json(const std::map<std::string, std::string>& weight_map) {
