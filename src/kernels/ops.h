@@ -40,8 +40,8 @@ void add_inplace(const TensorView& x, const TensorView& y);
 
 enum class Activation { kSilu, kGeluTanh, kGeluErf, kRelu };
 
-// out[t, i] = act(gate_up[t, i]) * gate_up[t, I + i].  gate_up: [T, 2I]; out: [T, I].
-void gated_activation(const TensorView& gate_up, Activation act, const TensorView& out);
+// out = act(gate) * up, elementwise.  gate, up, out: [T, I] f32 (out may alias gate).
+void gated_activation(const TensorView& gate, const TensorView& up, Activation act, const TensorView& out);
 // x = act(x) in place.
 void activation_inplace(const TensorView& x, Activation act);
 

@@ -41,7 +41,14 @@ struct Weight<DType::kF32> {
 template <>
 struct Weight<DType::kBF16> {
     using T = uint16_t;
-    static __m512 widen(__m256i bits) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)); }
+    // bf16 word i goes to the high half of f32 lane i and the low half is zeroed, in one vpermw (port 5)
+    // where zero-extension plus shift would take two uops.
+    static __m512 widen(__m256i bits) {
+        const __m512i to_high_halves = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6,
+                                                        0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
+        return _mm512_castsi512_ps(
+            _mm512_maskz_permutexvar_epi16(__mmask32(0xAAAAAAAAu), to_high_halves, _mm512_castsi256_si512(bits)));
+    }
     static __m512 load(const T* p) { return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
     static __m512 load_masked(const T* p, __mmask16 mask) { return widen(_mm256_maskz_loadu_epi16(mask, p)); }
 };
@@ -106,11 +113,14 @@ constexpr std::array<KernelFn, sizeof...(N)> kernel_row(std::index_sequence<N...
     return {&tile_kernel<W, MR, int(N) + 1>...};
 }
 
+template <DType W, size_t... M>
+constexpr std::array<std::array<KernelFn, kMaxNr>, sizeof...(M)> kernel_table(std::index_sequence<M...>) {
+    return {kernel_row<W, int(M) + 1>(std::make_index_sequence<kMaxNr>())...};
+}
+
 template <DType W>
 void gemm_tile(const MatmulArgs& a, int64_t m0, int mr, int64_t n0, int nr) {
-    static constexpr std::array<std::array<KernelFn, kMaxNr>, kMaxMr> kTable = {
-        kernel_row<W, 1>(std::make_index_sequence<kMaxNr>()), kernel_row<W, 2>(std::make_index_sequence<kMaxNr>()),
-        kernel_row<W, 3>(std::make_index_sequence<kMaxNr>()), kernel_row<W, 4>(std::make_index_sequence<kMaxNr>())};
+    static constexpr auto kTable = kernel_table<W>(std::make_index_sequence<kMaxMr>());
     kTable[mr - 1][nr - 1](a, m0, n0);
 }
 

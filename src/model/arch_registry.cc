@@ -1,0 +1,46 @@
+#include "model/arch_registry.h"
+
+#include <utility>
+
+#include "model/archs/archs.h"
+
+namespace taco {
+namespace {
+
+const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
+    static const std::vector<std::pair<std::string, ArchSpecBuilder>> table = {
+        {"LlamaForCausalLM", &archs::llama},
+        {"MistralForCausalLM", &archs::mistral},
+        {"Qwen2ForCausalLM", &archs::qwen2},
+    };
+    return table;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_architectures() {
+    std::vector<std::string> names;
+    for (const auto& [name, builder] : registry()) names.push_back(name);
+    return names;
+}
+
+Result<ArchSpec> arch_spec_for(const ModelConfig& config) {
+    for (const auto& [name, builder] : registry()) {
+        if (name == config.architecture) return builder(config);
+    }
+    std::string supported;
+    for (const auto& name : supported_architectures()) supported += (supported.empty() ? "" : ", ") + name;
+    return error("architecture '{}' is not supported (supported: {})", config.architecture, supported);
+}
+
+Result<ops::Activation> activation_from_name(const std::string& hidden_act, const std::string& source) {
+    if (hidden_act == "silu" || hidden_act == "swish") return ops::Activation::kSilu;
+    if (hidden_act == "gelu_pytorch_tanh" || hidden_act == "gelu_new" || hidden_act == "gelu_fast")
+        return ops::Activation::kGeluTanh;
+    if (hidden_act == "gelu") return ops::Activation::kGeluErf;
+    if (hidden_act == "relu") return ops::Activation::kRelu;
+    return error("{}: hidden_act '{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new, relu)", source,
+                 hidden_act);
+}
+
+}  // namespace taco

@@ -1,0 +1,65 @@
+// The generic decoder (ARCHITECTURE.md): embedding -> N x [norm, attention, norm, MLP] -> norm -> lm_head,
+// parameterised by an ArchSpec. Weights stay in their on-disk dtype in the mmapped checkpoint and are widened
+// to fp32 in registers; small vectors (norms, biases) are copied to fp32 at load.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/safetensors.h"
+#include "model/arch_spec.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache_tensors.h"
+#include "model/model_config.h"
+#include "model/rotary_tables.h"
+
+namespace taco {
+
+struct LinearWeights {
+    TensorView weight;  // [out, in] on-disk dtype
+    Tensor bias;        // [out] f32, undefined when the layer has none
+    const TensorView* bias_or_null() const { return bias.defined() ? &bias.view() : nullptr; }
+};
+
+struct DecoderLayerWeights {
+    Tensor input_norm;           // [hidden] f32
+    Tensor post_attention_norm;  // [hidden] f32
+    LinearWeights q, k, v, o;    // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
+    LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
+    int sliding_window = 0;      // 0: full attention on this layer
+};
+
+class Decoder {
+public:
+    // Loads config.json, generation_config.json and the safetensors of a model folder. Every tensor the
+    // architecture needs must be present with the right shape, and every tensor present must be used.
+    static Result<std::unique_ptr<Decoder>> load(const std::string& dir);
+    static Result<std::unique_ptr<Decoder>> load(const std::string& dir, ModelConfig config);
+
+    const ModelConfig& config() const { return config_; }
+    const ArchSpec& spec() const { return spec_; }
+
+    // Runs the batch, writing its K/V into `kv`; returns logits [logits_indices.size(), vocab] f32.
+    Tensor forward(const ForwardBatch& batch, KvCacheTensors& kv);
+
+private:
+    Decoder() = default;
+    Status bind_weights();
+    void attention_block(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
+                         KvCacheTensors& kv, const TensorView& x, const TensorView& out);
+    void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
+    void norm(const TensorView& x, const Tensor& weight, const TensorView& out) const;
+
+    ModelConfig config_;
+    ArchSpec spec_;
+    std::unique_ptr<Checkpoint> checkpoint_;  // owns the mappings the views point into
+    TensorView embed_;                        // [vocab, hidden]
+    TensorView lm_head_;                      // [vocab, hidden]
+    Tensor final_norm_;                       // [hidden] f32
+    std::vector<DecoderLayerWeights> layers_;
+    std::unique_ptr<RotaryTables> rotary_;
+};
+
+}  // namespace taco

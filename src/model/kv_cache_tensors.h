@@ -1,0 +1,34 @@
+// The paged KV cache storage (ARCHITECTURE.md, "KV cache layout"): per layer, K and V each
+// [num_blocks, block_size, num_kv_heads, head_dim] f32 on the CPU backend. Block bookkeeping lives in cache/
+// (issue C); this is only the memory.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+
+namespace taco {
+
+struct KvCacheTensors {
+    int64_t num_blocks = 0;
+    int64_t block_size = 16;
+    std::vector<Tensor> k;  // [num_layers] x [num_blocks, block_size, num_kv_heads, head_dim]
+    std::vector<Tensor> v;
+
+    static KvCacheTensors allocate(const ModelConfig& config, int64_t num_blocks, int64_t block_size) {
+        KvCacheTensors kv;
+        kv.num_blocks = num_blocks;
+        kv.block_size = block_size;
+        for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+            kv.k.push_back(Tensor::zeros({num_blocks, block_size, config.num_key_value_heads, config.head_dim},
+                                         DType::kF32));
+            kv.v.push_back(Tensor::zeros({num_blocks, block_size, config.num_key_value_heads, config.head_dim},
+                                         DType::kF32));
+        }
+        return kv;
+    }
+};
+
+}  // namespace taco

@@ -1,0 +1,289 @@
+#include "model/model_config.h"
+
+#include "core/file_util.h"
+
+namespace taco {
+namespace {
+
+using json = nlohmann::json;
+
+// Typed reads of optional keys; a present key of the wrong type is an error naming it.
+class JsonReader {
+public:
+    JsonReader(const json& object, std::string source) : object_(object), source_(std::move(source)) {}
+
+    const Status& status() const { return status_; }
+
+    bool has(const char* key) const { return object_.contains(key) && !object_.at(key).is_null(); }
+
+    int64_t get_int(const char* key, int64_t fallback) {
+        if (!has(key)) return fallback;
+        const json& v = object_.at(key);
+        if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
+        if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+        fail(key, "an integer", v);
+        return fallback;
+    }
+    double get_double(const char* key, double fallback) {
+        if (!has(key)) return fallback;
+        const json& v = object_.at(key);
+        if (v.is_number()) return v.get<double>();
+        fail(key, "a number", v);
+        return fallback;
+    }
+    std::optional<double> get_optional_double(const char* key) {
+        if (!has(key)) return std::nullopt;
+        return get_double(key, 0.0);
+    }
+    bool get_bool(const char* key, bool fallback) {
+        if (!has(key)) return fallback;
+        const json& v = object_.at(key);
+        if (v.is_boolean()) return v.get<bool>();
+        fail(key, "true or false", v);
+        return fallback;
+    }
+    std::string get_string(const char* key, const std::string& fallback) {
+        if (!has(key)) return fallback;
+        const json& v = object_.at(key);
+        if (v.is_string()) return v.get<std::string>();
+        fail(key, "a string", v);
+        return fallback;
+    }
+    // An int or a list of ints (eos_token_id).
+    std::vector<int32_t> get_int_list(const char* key) {
+        std::vector<int32_t> out;
+        if (!has(key)) return out;
+        const json& v = object_.at(key);
+        if (v.is_number_integer()) return {v.get<int32_t>()};
+        if (v.is_array()) {
+            for (const json& item : v) {
+                if (!item.is_number_integer()) {
+                    fail(key, "an integer or a list of integers", v);
+                    return {};
+                }
+                out.push_back(item.get<int32_t>());
+            }
+            return out;
+        }
+        fail(key, "an integer or a list of integers", v);
+        return out;
+    }
+
+private:
+    void fail(const char* key, const char* expected, const json& got) {
+        if (status_.is_ok()) status_ = error("{}: '{}' must be {}, got {}", source_, key, expected, got.dump());
+    }
+    const json& object_;
+    std::string source_;
+    Status status_;
+};
+
+Result<RopeType> parse_rope_type(const std::string& name, const std::string& source) {
+    if (name == "default" || name.empty()) return RopeType::kDefault;
+    if (name == "linear") return RopeType::kLinear;
+    if (name == "dynamic") return RopeType::kDynamic;
+    if (name == "llama3") return RopeType::kLlama3;
+    if (name == "yarn") return RopeType::kYarn;
+    return error("{}: rope type '{}' is not supported (supported: default, linear, dynamic, llama3, yarn)", source,
+                 name);
+}
+
+// transformers 4.x: rope_theta + rope_scaling {type|rope_type, factor, ...}; 5.x: rope_parameters {rope_type,
+// rope_theta, factor, ...}. Both may appear (5.x keeps reading rope_scaling); rope_parameters wins.
+Result<RopeConfig> parse_rope(const json& config, const std::string& source) {
+    RopeConfig rope;
+    JsonReader top(config, source);
+    rope.theta = top.get_double("rope_theta", 10000.0);
+    rope.partial_rotary_factor = top.get_double("partial_rotary_factor", 1.0);
+    TACO_RETURN_IF_ERROR(top.status());
+
+    const json* params = nullptr;
+    std::string params_key;
+    for (const char* key : {"rope_parameters", "rope_scaling"}) {
+        if (config.contains(key) && !config.at(key).is_null()) {
+            params = &config.at(key);
+            params_key = key;
+            break;
+        }
+    }
+    if (params == nullptr) return rope;
+    if (!params->is_object()) return error("{}: '{}' must be an object, got {}", source, params_key, params->dump());
+    // 5.x may nest per layer type ({"full_attention": {...}, "sliding_attention": {...}}): not for these families.
+    if (params->contains("full_attention") || params->contains("sliding_attention"))
+        return error("{}: per-layer-type '{}' is not supported for this architecture", source, params_key);
+
+    const std::string where = source + " " + params_key;
+    JsonReader p(*params, where);
+    std::string type_name = p.get_string("rope_type", p.get_string("type", "default"));
+    TACO_ASSIGN_OR_RETURN(rope.type, parse_rope_type(type_name, where));
+    rope.theta = p.get_double("rope_theta", rope.theta);
+    rope.partial_rotary_factor = p.get_double("partial_rotary_factor", rope.partial_rotary_factor);
+    rope.factor = p.get_double("factor", 1.0);
+    rope.original_max_position_embeddings = p.get_int("original_max_position_embeddings", 0);
+    rope.low_freq_factor = p.get_double("low_freq_factor", 1.0);
+    rope.high_freq_factor = p.get_double("high_freq_factor", 4.0);
+    rope.attention_factor = p.get_optional_double("attention_factor");
+    // `beta_fast or 32` in transformers: a present 0 also falls back.
+    rope.beta_fast = p.get_double("beta_fast", 32.0);
+    if (rope.beta_fast == 0) rope.beta_fast = 32.0;
+    rope.beta_slow = p.get_double("beta_slow", 1.0);
+    if (rope.beta_slow == 0) rope.beta_slow = 1.0;
+    rope.mscale = p.get_optional_double("mscale");
+    rope.mscale_all_dim = p.get_optional_double("mscale_all_dim");
+    rope.truncate = p.get_bool("truncate", true);
+    TACO_RETURN_IF_ERROR(p.status());
+    if (rope.type != RopeType::kDefault && !p.has("factor") && rope.type != RopeType::kYarn)
+        return error("{}: rope type '{}' needs 'factor'", where, type_name);
+    if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0)
+        return error("{}: rope type 'llama3' needs 'original_max_position_embeddings'", where);
+    if (rope.factor <= 0) return error("{}: 'factor' must be positive, got {}", where, rope.factor);
+    return rope;
+}
+
+Result<std::optional<DType>> parse_dtype(const json& config, const std::string& source) {
+    for (const char* key : {"dtype", "torch_dtype"}) {
+        if (!config.contains(key) || config.at(key).is_null()) continue;
+        const json& v = config.at(key);
+        if (!v.is_string()) return error("{}: '{}' must be a string, got {}", source, key, v.dump());
+        std::string name = v.get<std::string>();
+        if (name == "float32") return std::optional<DType>(DType::kF32);
+        if (name == "float16") return std::optional<DType>(DType::kF16);
+        if (name == "bfloat16") return std::optional<DType>(DType::kBF16);
+        return error("{}: '{}' = '{}' is not supported (float32, float16, bfloat16)", source, key, name);
+    }
+    return std::optional<DType>();
+}
+
+}  // namespace
+
+std::string_view rope_type_name(RopeType type) {
+    switch (type) {
+        case RopeType::kDefault: return "default";
+        case RopeType::kLinear: return "linear";
+        case RopeType::kDynamic: return "dynamic";
+        case RopeType::kLlama3: return "llama3";
+        case RopeType::kYarn: return "yarn";
+    }
+    return "?";
+}
+
+Result<ModelConfig> ModelConfig::from_json(const json& config, const std::string& source) {
+    if (!config.is_object()) return error("{}: must be a JSON object", source);
+    ModelConfig c;
+    c.raw = config;
+    JsonReader r(config, source);
+    if (!config.contains("architectures") || !config["architectures"].is_array() || config["architectures"].empty() ||
+        !config["architectures"][0].is_string())
+        return error("{}: 'architectures' must be a non-empty list of names", source);
+    c.architecture = config["architectures"][0].get<std::string>();
+    c.model_type = r.get_string("model_type", "");
+    c.vocab_size = r.get_int("vocab_size", 0);
+    c.hidden_size = r.get_int("hidden_size", 0);
+    c.intermediate_size = r.get_int("intermediate_size", 0);
+    c.num_hidden_layers = r.get_int("num_hidden_layers", 0);
+    c.num_attention_heads = r.get_int("num_attention_heads", 0);
+    c.num_key_value_heads = r.get_int("num_key_value_heads", c.num_attention_heads);
+    c.head_dim = r.get_int("head_dim", c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0);
+    c.max_position_embeddings = r.get_int("max_position_embeddings", 2048);
+    c.rms_norm_eps = r.get_double("rms_norm_eps", 1e-6);
+    c.hidden_act = r.get_string("hidden_act", "silu");
+    c.tie_word_embeddings = r.get_bool("tie_word_embeddings", false);
+    c.attention_bias = r.get_bool("attention_bias", false);
+    c.mlp_bias = r.get_bool("mlp_bias", false);
+    c.sliding_window = r.get_int("sliding_window", 0);
+    TACO_RETURN_IF_ERROR(r.status());
+    TACO_ASSIGN_OR_RETURN(c.rope, parse_rope(config, source));
+    TACO_ASSIGN_OR_RETURN(c.dtype, parse_dtype(config, source));
+    if (config.contains("quantization_config") && !config["quantization_config"].is_null())
+        return error("{}: quantized checkpoints ('quantization_config') are not supported yet", source);
+
+    // Which layers use the sliding window: 5.x writes layer_types; otherwise Qwen2's use_sliding_window /
+    // max_window_layers, otherwise every layer when sliding_window is set.
+    c.layer_types.assign(size_t(std::max<int64_t>(c.num_hidden_layers, 0)), LayerAttention::kFull);
+    if (config.contains("layer_types") && config["layer_types"].is_array()) {
+        const json& types = config["layer_types"];
+        if (int64_t(types.size()) != c.num_hidden_layers)
+            return error("{}: 'layer_types' has {} entries for {} layers", source, types.size(), c.num_hidden_layers);
+        for (size_t i = 0; i < types.size(); ++i) {
+            std::string t = types[i].is_string() ? types[i].get<std::string>() : "";
+            if (t == "full_attention") continue;
+            if (t == "sliding_attention") {
+                c.layer_types[i] = LayerAttention::kSliding;
+                continue;
+            }
+            return error("{}: layer_types[{}] = {} is not supported", source, i, types[i].dump());
+        }
+    } else if (config.contains("use_sliding_window")) {
+        bool use = r.get_bool("use_sliding_window", false);
+        int64_t max_window_layers = r.get_int("max_window_layers", c.num_hidden_layers);
+        TACO_RETURN_IF_ERROR(r.status());
+        for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+            if (use && c.sliding_window > 0 && i >= max_window_layers) c.layer_types[size_t(i)] = LayerAttention::kSliding;
+    } else if (c.sliding_window > 0) {
+        for (auto& t : c.layer_types) t = LayerAttention::kSliding;
+    }
+    bool any_sliding = false;
+    for (auto t : c.layer_types) any_sliding |= t == LayerAttention::kSliding;
+    if (!any_sliding) c.sliding_window = 0;
+
+    c.generation.eos_token_ids = r.get_int_list("eos_token_id");
+    auto bos = r.get_int_list("bos_token_id");
+    if (!bos.empty()) c.generation.bos_token_id = bos[0];
+    auto pad = r.get_int_list("pad_token_id");
+    if (!pad.empty()) c.generation.pad_token_id = pad[0];
+    TACO_RETURN_IF_ERROR(r.status());
+    TACO_RETURN_IF_ERROR(c.validate().with_context(source));
+    return c;
+}
+
+Status ModelConfig::apply_generation_config(const json& generation_json, const std::string& source) {
+    if (!generation_json.is_object()) return error("{}: must be a JSON object", source);
+    JsonReader r(generation_json, source);
+    auto eos = r.get_int_list("eos_token_id");
+    if (!eos.empty()) generation.eos_token_ids = eos;
+    auto bos = r.get_int_list("bos_token_id");
+    if (!bos.empty()) generation.bos_token_id = bos[0];
+    auto pad = r.get_int_list("pad_token_id");
+    if (!pad.empty()) generation.pad_token_id = pad[0];
+    generation.do_sample = r.get_bool("do_sample", false);
+    if (r.has("temperature")) generation.temperature = r.get_double("temperature", 1.0);
+    if (r.has("top_p")) generation.top_p = r.get_double("top_p", 1.0);
+    if (r.has("top_k")) generation.top_k = r.get_int("top_k", 0);
+    if (r.has("repetition_penalty")) generation.repetition_penalty = r.get_double("repetition_penalty", 1.0);
+    return r.status();
+}
+
+Status ModelConfig::validate() const {
+    auto positive = [](int64_t v) { return v > 0; };
+    if (!positive(vocab_size)) return error("'vocab_size' must be positive, got {}", vocab_size);
+    if (!positive(hidden_size)) return error("'hidden_size' must be positive, got {}", hidden_size);
+    if (!positive(intermediate_size)) return error("'intermediate_size' must be positive, got {}", intermediate_size);
+    if (!positive(num_hidden_layers)) return error("'num_hidden_layers' must be positive, got {}", num_hidden_layers);
+    if (!positive(num_attention_heads))
+        return error("'num_attention_heads' must be positive, got {}", num_attention_heads);
+    if (!positive(num_key_value_heads) || num_attention_heads % num_key_value_heads != 0)
+        return error("'num_key_value_heads' ({}) must divide 'num_attention_heads' ({})", num_key_value_heads,
+                     num_attention_heads);
+    if (!positive(head_dim) || head_dim % 2 != 0) return error("'head_dim' must be positive and even, got {}", head_dim);
+    if (rotary_dim() % 2 != 0 || rotary_dim() <= 0 || rotary_dim() > head_dim)
+        return error("rotary dimension {} (head_dim x partial_rotary_factor) must be even and in (0, head_dim]",
+                     rotary_dim());
+    if (sliding_window < 0) return error("'sliding_window' must not be negative, got {}", sliding_window);
+    if (!(rms_norm_eps > 0)) return error("'rms_norm_eps' must be positive, got {}", rms_norm_eps);
+    return Status::ok();
+}
+
+Result<ModelConfig> ModelConfig::load_dir(const std::string& dir) {
+    const std::string config_path = join_path(dir, "config.json");
+    if (!file_exists(config_path)) return error("{}: no config.json (is this a model folder?)", dir);
+    TACO_ASSIGN_OR_RETURN(json config_json, read_json_file(config_path));
+    TACO_ASSIGN_OR_RETURN(ModelConfig config, from_json(config_json, config_path));
+    const std::string generation_path = join_path(dir, "generation_config.json");
+    if (file_exists(generation_path)) {
+        TACO_ASSIGN_OR_RETURN(json generation_json, read_json_file(generation_path));
+        TACO_RETURN_IF_ERROR(config.apply_generation_config(generation_json, generation_path));
+    }
+    return config;
+}
+
+}  // namespace taco

@@ -1,0 +1,79 @@
+// ModelConfig: the plain, validated form of a Hugging Face `config.json` (+ `generation_config.json`).
+// Accepts transformers 4.x keys (rope_theta, rope_scaling, torch_dtype) and 5.x keys (rope_parameters, dtype).
+// Architecture-specific meaning (which weights exist, biases, ...) lives in ArchSpec, not here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace taco {
+
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
+
+struct RopeConfig {
+    RopeType type = RopeType::kDefault;
+    double theta = 10000.0;
+    double partial_rotary_factor = 1.0;
+    double factor = 1.0;                         // linear, dynamic, llama3, yarn
+    int64_t original_max_position_embeddings = 0;  // llama3, yarn (0: max_position_embeddings)
+    double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+    std::optional<double> attention_factor;      // yarn
+    double beta_fast = 32.0, beta_slow = 1.0;    // yarn
+    std::optional<double> mscale, mscale_all_dim;  // yarn (DeepSeek style)
+    bool truncate = true;                        // yarn
+};
+
+enum class LayerAttention { kFull, kSliding };
+
+struct GenerationDefaults {
+    std::vector<int32_t> eos_token_ids;  // from generation_config.json, else config.json
+    std::optional<int32_t> bos_token_id;
+    std::optional<int32_t> pad_token_id;
+    std::optional<double> temperature, top_p, repetition_penalty;
+    std::optional<int64_t> top_k;
+    bool do_sample = false;
+};
+
+struct ModelConfig {
+    std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
+    std::string model_type;
+    int64_t vocab_size = 0;
+    int64_t hidden_size = 0;
+    int64_t intermediate_size = 0;
+    int64_t num_hidden_layers = 0;
+    int64_t num_attention_heads = 0;
+    int64_t num_key_value_heads = 0;
+    int64_t head_dim = 0;
+    int64_t max_position_embeddings = 0;
+    double rms_norm_eps = 1e-6;
+    std::string hidden_act = "silu";
+    bool tie_word_embeddings = false;
+    bool attention_bias = false;
+    bool mlp_bias = false;
+    int64_t sliding_window = 0;                // 0: none
+    std::vector<LayerAttention> layer_types;   // [num_hidden_layers]
+    RopeConfig rope;
+    std::optional<DType> dtype;                // torch_dtype / dtype as saved
+    GenerationDefaults generation;
+    nlohmann::json raw;                        // the whole config.json, for architecture-specific keys
+
+    // Reads DIR/config.json and, if present, DIR/generation_config.json.
+    static Result<ModelConfig> load_dir(const std::string& dir);
+    // Parses config.json content; `source` names it in errors.
+    static Result<ModelConfig> from_json(const nlohmann::json& config, const std::string& source);
+    Status apply_generation_config(const nlohmann::json& generation, const std::string& source);
+
+    Status validate() const;
+    int64_t rotary_dim() const { return int64_t(double(head_dim) * rope.partial_rotary_factor); }
+};
+
+std::string_view rope_type_name(RopeType type);
+
+}  // namespace taco
