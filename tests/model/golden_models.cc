@@ -1,0 +1,36 @@
+#include "golden_models.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace taco::testing_util {
+
+std::string models_root() { return std::string(TACO_SOURCE_DIR) + "/tests/data/models"; }
+
+std::vector<std::string> golden_model_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(models_root()))
+        if (std::filesystem::exists(entry.path() / "golden.json")) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+GoldenModel load_golden_model(const std::string& name) {
+    GoldenModel model;
+    model.name = name;
+    model.dir = models_root() + "/" + name;
+    std::ifstream in(model.dir + "/golden.json");
+    model.golden = nlohmann::json::parse(in);
+    for (const auto& c : model.golden["cases"]) {
+        GoldenCase gc;
+        gc.prompt_ids = c["prompt_ids"].get<std::vector<int32_t>>();
+        gc.last_logits = c["last_logits"].get<std::vector<float>>();
+        gc.greedy_ids = c["greedy_ids"].get<std::vector<int32_t>>();
+        gc.margins = c["margins"].get<std::vector<float>>();
+        model.cases.push_back(std::move(gc));
+    }
+    return model;
+}
+
+}  // namespace taco::testing_util

@@ -1,0 +1,29 @@
+// Access to the golden models of tests/data/models (made by tools/make_model_goldens.py with transformers).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace taco::testing_util {
+
+struct GoldenCase {
+    std::vector<int32_t> prompt_ids;
+    std::vector<float> last_logits;  // fp32 transformers logits at the last prompt position
+    std::vector<int32_t> greedy_ids; // 24 greedy tokens (min_new_tokens = 24)
+    std::vector<float> margins;
+};
+
+struct GoldenModel {
+    std::string name;
+    std::string dir;
+    nlohmann::json golden;
+    std::vector<GoldenCase> cases;
+};
+
+std::string models_root();
+std::vector<std::string> golden_model_names();  // every folder of tests/data/models with a golden.json
+GoldenModel load_golden_model(const std::string& name);
+
+}  // namespace taco::testing_util

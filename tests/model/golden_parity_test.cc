@@ -1,0 +1,68 @@
+// The parity rule of ARCHITECTURE.md against fp32 transformers on every golden model: last-position logits
+// within 1e-3, identical greedy tokens (every golden step has a top-1/top-2 margin >= 1e-2), and the rotary
+// frequencies transformers computed.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "batch_runner.h"
+#include "exec/generator.h"
+#include "golden_models.h"
+#include "model/rotary_tables.h"
+
+namespace taco {
+namespace {
+
+using testing_util::GoldenModel;
+
+class GoldenParity : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        golden_ = testing_util::load_golden_model(GetParam());
+        auto decoder = Decoder::load(golden_.dir);
+        ASSERT_TRUE(decoder.is_ok()) << decoder.status().message();
+        decoder_ = std::move(decoder).value();
+    }
+    GoldenModel golden_;
+    std::unique_ptr<Decoder> decoder_;
+};
+
+TEST_P(GoldenParity, LastPromptLogitsMatchTransformersWithin1e3) {
+    for (const auto& c : golden_.cases) {
+        auto logits = testing_util::run_chunked(*decoder_, c.prompt_ids, 1 << 20, 16);
+        const auto& last = logits.back();
+        ASSERT_EQ(last.size(), c.last_logits.size());
+        float max_diff = 0;
+        for (size_t i = 0; i < last.size(); ++i) max_diff = std::max(max_diff, std::abs(last[i] - c.last_logits[i]));
+        EXPECT_LE(max_diff, 1e-3f) << "prompt of " << c.prompt_ids.size() << " tokens";
+    }
+}
+
+TEST_P(GoldenParity, GreedyContinuationEqualsTransformers) {
+    for (const auto& c : golden_.cases) {
+        SamplingParams params;
+        params.temperature = 0;
+        params.max_tokens = int64_t(c.greedy_ids.size());
+        params.min_tokens = params.max_tokens;
+        GenerateOptions options;
+        options.max_model_len = 4096;
+        auto result = generate(*decoder_, c.prompt_ids, params, options);
+        ASSERT_TRUE(result.is_ok()) << result.status().message();
+        EXPECT_EQ(result->token_ids, c.greedy_ids) << "prompt of " << c.prompt_ids.size() << " tokens";
+    }
+}
+
+TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
+    RotaryFrequencies freq = compute_rotary_frequencies(decoder_->config());
+    auto expected = golden_.golden["inv_freq"].get<std::vector<double>>();
+    ASSERT_EQ(freq.inv_freq.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_NEAR(freq.inv_freq[i], expected[i], 2e-7 * std::abs(expected[i]) + 1e-12) << "inv_freq[" << i << "]";
+    EXPECT_NEAR(freq.attention_scaling, golden_.golden["attention_scaling"].get<double>(), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllGoldenModels, GoldenParity, ::testing::ValuesIn(testing_util::golden_model_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace taco
