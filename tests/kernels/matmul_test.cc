@@ -94,6 +94,23 @@ TEST(Matmul, SimdPathsSupportedOnThisMachineAreReported) {
     EXPECT_TRUE(cpu_supports(matmul_isa()));
 }
 
+TEST(Matmul, DispatchPicksTheWidestSupportedIsaUnlessForced) {
+    const CpuIsa widest = cpu_supports(CpuIsa::kAvx512) ? CpuIsa::kAvx512
+                          : cpu_supports(CpuIsa::kAvx2) ? CpuIsa::kAvx2
+                                                        : CpuIsa::kScalar;
+    EXPECT_EQ(choose_matmul_isa(nullptr), widest);
+    EXPECT_EQ(choose_matmul_isa(""), widest);
+    EXPECT_EQ(choose_matmul_isa("scalar"), CpuIsa::kScalar);
+    for (CpuIsa isa : kAllIsas) {
+        if (!cpu_supports(isa)) continue;
+        EXPECT_EQ(choose_matmul_isa(cpu_isa_name(isa)), isa);
+    }
+}
+
+TEST(MatmulDeathTest, ForcingAnUnknownIsaFailsWithItsName) {
+    EXPECT_DEATH(choose_matmul_isa("avx1024"), "TACO_CPU_ISA=avx1024 is not one of scalar, avx2, avx512");
+}
+
 TEST(Matmul, EveryIsaIsBitwiseEqualToCanonicalDotOverShapes) {
     uint32_t seed = 1;
     for (DType dtype : kWeightDtypes)

@@ -1,6 +1,7 @@
 // matmul dispatch: checks, then the widest ISA the machine has. The scalar path is the reference; the SIMD
 // paths (matmul_avx2.cc, matmul_avx512.cc) reproduce its canonical reduction order bit for bit.
 #include <algorithm>
+#include <vector>
 
 #include "core/check.h"
 #include "core/thread_pool.h"
@@ -24,13 +25,16 @@ void matmul(const TensorView& x, const TensorView& w, const TensorView* bias, co
     if (bias != nullptr) {
         TACO_CHECK_EQ(bias->ndim, 1);
         TACO_CHECK_EQ(bias->shape[0], w.shape[0]);
+        TACO_CHECK(bias->is_contiguous());
     }
     cpu::MatmulArgs args{x.as<float>(), w.data, w.dtype, y.as<float>(), x.shape[0], w.shape[0], x.shape[1]};
     cpu::matmul_dispatch(args);
     if (bias != nullptr) {
         const int64_t m = x.shape[0], n = w.shape[0];
+        std::vector<float> bias_f32(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) bias_f32[size_t(j)] = load_as_f32(bias->data, bias->dtype, size_t(j));
         for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) args.y[i * n + j] += load_as_f32(bias->data, bias->dtype, size_t(j));
+            for (int64_t j = 0; j < n; ++j) args.y[i * n + j] += bias_f32[size_t(j)];
     }
 }
 

@@ -6,11 +6,10 @@
 #include "kernels/cpu/matmul_internal.h"
 
 namespace taco::cpu {
-namespace {
 
-CpuIsa choose_isa() {
-    if (const char* env = std::getenv("TACO_CPU_ISA"); env != nullptr && *env != '\0') {
-        const std::string_view name(env);
+CpuIsa choose_matmul_isa(const char* forced) {
+    if (forced != nullptr && *forced != '\0') {
+        const std::string_view name(forced);
         for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
             if (name != cpu_isa_name(isa)) continue;
             TACO_CHECK_MSG(cpu_supports(isa), "TACO_CPU_ISA={} but this CPU does not support {}", name, name);
@@ -22,8 +21,6 @@ CpuIsa choose_isa() {
     if (cpu_supports(CpuIsa::kAvx2)) return CpuIsa::kAvx2;
     return CpuIsa::kScalar;
 }
-
-}  // namespace
 
 const char* cpu_isa_name(CpuIsa isa) {
     switch (isa) {
@@ -57,7 +54,7 @@ void matmul_with_isa(CpuIsa isa, const MatmulArgs& args) {
 }
 
 CpuIsa matmul_isa() {
-    static const CpuIsa isa = choose_isa();
+    static const CpuIsa isa = choose_matmul_isa(std::getenv("TACO_CPU_ISA"));
     return isa;
 }
 

@@ -32,6 +32,8 @@ void matmul_with_isa(CpuIsa isa, const MatmulArgs& args);
 // The ISA matmul_dispatch uses: the widest the CPU supports, chosen once; TACO_CPU_ISA=scalar|avx2|avx512
 // forces one (a check fails if the CPU lacks it).
 CpuIsa matmul_isa();
+// The choice matmul_isa() makes for TACO_CPU_ISA = `forced` (nullptr or "" when unset).
+CpuIsa choose_matmul_isa(const char* forced);
 const char* matmul_isa_name();
 void matmul_dispatch(const MatmulArgs& args);
 
