@@ -1,0 +1,244 @@
+#include "tokenizer/bpe_model.h"
+
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "tokenizer/unicode_utils.h"
+
+namespace taco {
+namespace {
+
+struct Symbol {
+    int32_t id;
+    int32_t prev;
+    int32_t next;
+    uint32_t len;  // 0 once merged into its left neighbour
+};
+
+struct MergeCandidate {
+    uint32_t rank;
+    int32_t pos;
+    int32_t new_id;
+    bool operator<(const MergeCandidate& o) const {  // priority_queue pops the largest: invert
+        if (rank != o.rank) return rank > o.rank;
+        return pos > o.pos;
+    }
+};
+
+uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+
+std::optional<std::string> optional_string(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BpeModel>> BpeModel::create(std::unordered_map<std::string, int32_t> vocab,
+                                                   const std::vector<std::pair<std::string, std::string>>& merges,
+                                                   BpeOptions options) {
+    std::unique_ptr<BpeModel> m(new BpeModel());
+    m->options_ = std::move(options);
+    int32_t max_id = -1;
+    for (const auto& [token, id] : vocab) {
+        if (id < 0) return error("BPE vocab: token '{}' has negative id {}", token, id);
+        max_id = std::max(max_id, id);
+    }
+    m->id_to_token_.resize(static_cast<size_t>(max_id + 1));
+    m->has_id_.assign(static_cast<size_t>(max_id + 1), false);
+    m->vocab_.reserve(vocab.size());
+    for (auto& [token, id] : vocab) {
+        m->id_to_token_[id] = token;
+        m->has_id_[id] = true;
+        m->vocab_.emplace(token, id);
+    }
+    size_t prefix_len = m->options_.continuing_subword_prefix ? m->options_.continuing_subword_prefix->size() : 0;
+    m->merges_.reserve(merges.size());
+    std::string merged;
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+        const auto& [a, b] = merges[rank];
+        auto ia = m->vocab_.find(a);
+        auto ib = m->vocab_.find(b);
+        if (ia == m->vocab_.end()) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, a);
+        if (ib == m->vocab_.end()) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, b);
+        merged.assign(a);
+        if (b.size() < prefix_len) return error("BPE merge {} ('{} {}'): shorter than the subword prefix", rank, a, b);
+        merged.append(b, prefix_len);
+        auto in = m->vocab_.find(merged);
+        if (in == m->vocab_.end()) {
+            return error("BPE merge {} ('{} {}'): merged token '{}' is not in the vocab", rank, a, b, merged);
+        }
+        m->merges_[pair_key(ia->second, ib->second)] = {static_cast<uint32_t>(rank), in->second};
+    }
+    for (int b = 0; b < 256; ++b) {
+        auto it = m->vocab_.find(fmt::format("<0x{:02X}>", b));
+        m->byte_tokens_[b] = it == m->vocab_.end() ? -1 : it->second;
+    }
+    if (m->options_.unk_token) {
+        auto it = m->vocab_.find(*m->options_.unk_token);
+        if (it != m->vocab_.end()) m->unk_id_ = it->second;
+    }
+    return m;
+}
+
+Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::json& j) {
+    if (!j.contains("vocab") || !j["vocab"].is_object()) return error("model BPE: \"vocab\" must be an object");
+    std::unordered_map<std::string, int32_t> vocab;
+    vocab.reserve(j["vocab"].size());
+    for (const auto& [token, id] : j["vocab"].items()) {
+        if (!id.is_number_integer()) return error("model BPE: vocab entry '{}' has a non-integer id", token);
+        vocab.emplace(token, id.get<int32_t>());
+    }
+    std::vector<std::pair<std::string, std::string>> merges;
+    if (j.contains("merges")) {
+        if (!j["merges"].is_array()) return error("model BPE: \"merges\" must be an array");
+        merges.reserve(j["merges"].size());
+        for (const auto& m : j["merges"]) {
+            if (m.is_string()) {
+                const auto& s = m.get_ref<const std::string&>();
+                size_t space = s.find(' ');
+                if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos) {
+                    return error("model BPE: merge '{}' is not two tokens separated by one space", s);
+                }
+                merges.emplace_back(s.substr(0, space), s.substr(space + 1));
+            } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+                merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+            } else {
+                return error("model BPE: bad merge entry {}", m.dump());
+            }
+        }
+    }
+    BpeOptions options;
+    options.unk_token = optional_string(j, "unk_token");
+    options.continuing_subword_prefix = optional_string(j, "continuing_subword_prefix");
+    options.end_of_word_suffix = optional_string(j, "end_of_word_suffix");
+    options.fuse_unk = j.value("fuse_unk", false);
+    options.byte_fallback = j.value("byte_fallback", false);
+    options.ignore_merges = j.value("ignore_merges", false);
+    return create(std::move(vocab), merges, std::move(options));
+}
+
+std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
+    auto it = vocab_.find(token);
+    if (it == vocab_.end()) return std::nullopt;
+    return it->second;
+}
+
+const std::string* BpeModel::id_to_token(int32_t id) const {
+    if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
+    return &id_to_token_[id];
+}
+
+Status BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
+    if (word.empty()) return Status::ok();
+    if (options_.ignore_merges) {
+        auto it = vocab_.find(word);
+        if (it != vocab_.end()) {
+            out.push_back(it->second);
+            return Status::ok();
+        }
+    }
+    bool cacheable = word.size() < kMaxCachedWordBytes;
+    if (cacheable) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        auto it = cache_.find(word);
+        if (it != cache_.end()) {
+            out.insert(out.end(), it->second.begin(), it->second.end());
+            return Status::ok();
+        }
+    }
+    size_t first = out.size();
+    TACO_RETURN_IF_ERROR(merge_word(word, out));
+    if (cacheable) {
+        std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), std::vector<int32_t>(out.begin() + first, out.end()));
+    }
+    return Status::ok();
+}
+
+Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+    std::vector<Symbol> symbols;
+    symbols.reserve(word.size());
+    auto add = [&](int32_t id, uint32_t len) {
+        auto index = static_cast<int32_t>(symbols.size());
+        if (index > 0) symbols.back().next = index;
+        symbols.push_back({id, index - 1, -1, len});
+    };
+    std::optional<std::pair<int32_t, uint32_t>> unk;  // pending unknown (id, byte length)
+    std::string piece;
+    for (size_t pos = 0; pos < word.size();) {
+        size_t len = unicode::valid_sequence_length(word, pos);
+        if (len == 0) len = 1;
+        bool is_first = pos == 0, is_last = pos + len == word.size();
+        piece.clear();
+        if (!is_first && options_.continuing_subword_prefix) piece.append(*options_.continuing_subword_prefix);
+        piece.append(word.substr(pos, len));
+        if (is_last && options_.end_of_word_suffix) piece.append(*options_.end_of_word_suffix);
+        pos += len;
+
+        auto it = vocab_.find(piece);
+        if (it != vocab_.end()) {
+            if (unk) {
+                add(unk->first, unk->second);
+                unk.reset();
+            }
+            add(it->second, static_cast<uint32_t>(len));
+            continue;
+        }
+        if (options_.byte_fallback) {
+            bool all = true;
+            for (char c : piece) all = all && byte_tokens_[static_cast<uint8_t>(c)] >= 0;
+            if (all) {
+                for (char c : piece) add(byte_tokens_[static_cast<uint8_t>(c)], 1);
+                continue;
+            }
+        }
+        if (options_.unk_token) {
+            if (!unk_id_) return error("BPE: unk token '{}' is not in the vocab", *options_.unk_token);
+            if (unk && options_.fuse_unk) {
+                unk->second += static_cast<uint32_t>(len);
+            } else {
+                if (unk) add(unk->first, unk->second);
+                unk = std::make_pair(*unk_id_, static_cast<uint32_t>(len));
+            }
+        }
+    }
+    if (unk) add(unk->first, unk->second);
+
+    std::priority_queue<MergeCandidate> queue;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+        auto it = merges_.find(pair_key(symbols[i].id, symbols[i + 1].id));
+        if (it != merges_.end()) queue.push({it->second.first, static_cast<int32_t>(i), it->second.second});
+    }
+    while (!queue.empty()) {
+        MergeCandidate top = queue.top();
+        queue.pop();
+        Symbol& cur = symbols[top.pos];
+        if (cur.len == 0 || cur.next == -1) continue;
+        Symbol right = symbols[cur.next];
+        auto it = merges_.find(pair_key(cur.id, right.id));
+        if (it == merges_.end() || it->second.second != top.new_id) continue;  // stale entry
+        int32_t right_pos = cur.next;
+        cur.id = top.new_id;
+        cur.len += right.len;
+        cur.next = right.next;
+        symbols[right_pos].len = 0;
+        if (right.next >= 0) symbols[right.next].prev = top.pos;
+        if (cur.prev >= 0) {
+            auto p = merges_.find(pair_key(symbols[cur.prev].id, cur.id));
+            if (p != merges_.end()) queue.push({p->second.first, cur.prev, p->second.second});
+        }
+        if (cur.next >= 0) {
+            auto n = merges_.find(pair_key(cur.id, symbols[cur.next].id));
+            if (n != merges_.end()) queue.push({n->second.first, top.pos, n->second.second});
+        }
+    }
+    for (const auto& s : symbols) {
+        if (s.len != 0) out.push_back(s.id);
+    }
+    return Status::ok();
+}
+
+}  // namespace taco

@@ -1,0 +1,66 @@
+// Byte-pair encoding as the tokenizers library runs it: characters (with continuing_subword_prefix /
+// end_of_word_suffix, byte_fallback to <0xXX> tokens, unk fusing) merged lowest rank first, leftmost among
+// equal ranks. Words up to kMaxCachedWordBytes are cached.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/model.h"
+
+namespace taco {
+
+struct BpeOptions {
+    std::optional<std::string> unk_token;
+    std::optional<std::string> continuing_subword_prefix;
+    std::optional<std::string> end_of_word_suffix;
+    bool fuse_unk = false;
+    bool byte_fallback = false;
+    bool ignore_merges = false;
+};
+
+class BpeModel final : public Model {
+public:
+    static constexpr size_t kMaxCachedWordBytes = 256;
+    static constexpr size_t kCacheCapacity = 10000;
+
+    // `vocab`: token -> id; `merges`: pairs in rank order. Errors name a merge whose parts are not in the vocab.
+    static Result<std::unique_ptr<BpeModel>> create(std::unordered_map<std::string, int32_t> vocab,
+                                                    const std::vector<std::pair<std::string, std::string>>& merges,
+                                                    BpeOptions options);
+    // From a tokenizer.json "model" object of type BPE.
+    static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& j);
+
+    Status tokenize(std::string_view word, std::vector<int32_t>& out) const override;
+    std::optional<int32_t> token_to_id(std::string_view token) const override;
+    const std::string* id_to_token(int32_t id) const override;
+    int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.size()); }
+
+private:
+    BpeModel() = default;
+    Status merge_word(std::string_view word, std::vector<int32_t>& out) const;
+
+    struct StringHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+    };
+    std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
+    std::vector<std::string> id_to_token_;     // indexed by id; empty where no token has that id
+    std::vector<bool> has_id_;
+    std::unordered_map<uint64_t, std::pair<uint32_t, int32_t>> merges_;  // (left << 32 | right) -> (rank, new id)
+    std::array<int32_t, 256> byte_tokens_;     // id of "<0xXX>" or -1
+    BpeOptions options_;
+    std::optional<int32_t> unk_id_;
+
+    mutable std::mutex cache_mutex_;
+    mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
+};
+
+}  // namespace taco

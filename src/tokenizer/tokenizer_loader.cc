@@ -1,0 +1,195 @@
+// Tokenizer::load and the tokenizer.json / tokenizer_config.json readers.
+#include <fmt/format.h>
+
+#include "core/file_util.h"
+#include "tokenizer/bpe_model.h"
+#include "tokenizer/tokenizer_impl.h"
+
+namespace taco {
+namespace {
+
+Result<std::unique_ptr<Model>> make_model(const nlohmann::json& j) {
+    if (!j.is_object()) return error("\"model\" must be an object");
+    std::string type = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+    if (type.empty() && j.contains("merges")) type = "BPE";  // old files omit the type
+    if (type == "BPE") {
+        TACO_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(j));
+        return std::unique_ptr<Model>(std::move(bpe));
+    }
+    return error("unknown model type '{}' (supported: BPE)", type);
+}
+
+Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {
+    std::vector<AddedToken> tokens;
+    if (j.is_null()) return tokens;
+    if (!j.is_array()) return error("\"added_tokens\" must be an array");
+    for (const auto& t : j) {
+        if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id") ||
+            !t["id"].is_number_integer()) {
+            return error("added_tokens: entry {} needs \"id\" and \"content\"", t.dump().substr(0, 200));
+        }
+        AddedToken a;
+        a.content = t["content"].get<std::string>();
+        a.id = t["id"].get<int32_t>();
+        a.single_word = t.value("single_word", false);
+        a.lstrip = t.value("lstrip", false);
+        a.rstrip = t.value("rstrip", false);
+        a.special = t.value("special", false);
+        a.normalized = t.value("normalized", !a.special);
+        tokens.push_back(std::move(a));
+    }
+    return tokens;
+}
+
+// A special token named in tokenizer_config.json: a string or {"content": ...}.
+std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
+    if (!config.is_object() || !config.contains(key)) return std::nullopt;
+    const auto& v = config[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return std::nullopt;
+}
+
+std::optional<int32_t> lookup(const Tokenizer::Impl& impl, const std::string& token) {
+    if (auto id = impl.added.token_to_id(token)) return id;
+    return impl.model->token_to_id(token);
+}
+
+}  // namespace
+
+Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& config) {
+    if (!config.is_null() && !config.is_object()) return error("tokenizer_config.json must hold an object");
+    auto bos = config_token(config, "bos_token");
+    auto eos = config_token(config, "eos_token");
+    if (bos) impl.bos_id = lookup(impl, *bos);
+    if (eos) impl.eos_id = lookup(impl, *eos);
+
+    // transformers registers every named special token with the backend; a token of the model's vocabulary that
+    // is not an added token yet becomes one (special, matched before normalization).
+    std::vector<std::string> named;
+    for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+        if (auto t = config_token(config, key)) named.push_back(*t);
+    }
+    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
+        if (!config.is_object() || !config.contains(key)) continue;
+        const auto& list = config[key];
+        auto add_value = [&](const nlohmann::json& v) {
+            if (v.is_string()) named.push_back(v.get<std::string>());
+            if (v.is_object() && v.contains("content") && v["content"].is_string()) named.push_back(v["content"].get<std::string>());
+        };
+        if (list.is_array()) {
+            for (const auto& v : list) add_value(v);
+        } else if (list.is_object()) {
+            for (const auto& [k, v] : list.items()) add_value(v);
+        }
+    }
+    std::vector<AddedToken> extra;
+    for (const auto& content : named) {
+        if (impl.added.token_to_id(content)) continue;
+        auto id = impl.model->token_to_id(content);
+        if (!id) continue;  // a token the vocabulary lacks cannot get an id that matches the model's embeddings
+        AddedToken t;
+        t.content = content;
+        t.id = *id;
+        t.special = true;
+        t.normalized = false;
+        extra.push_back(std::move(t));
+    }
+    if (!extra.empty()) impl.added.add(extra, impl.normalizer.get());
+
+    // TokenizersBackend: an explicit add_bos_token / add_eos_token, or no post-processor at all, replaces the
+    // post-processor by "bos $A eos" with the flags given (missing flag: false).
+    bool has_flags = config.is_object() && (config.contains("add_bos_token") || config.contains("add_eos_token"));
+    if (has_flags || !impl.post_processor) {
+        bool add_bos = config.is_object() && config.value("add_bos_token", false) && impl.bos_id;
+        bool add_eos = config.is_object() && config.value("add_eos_token", false) && impl.eos_id;
+        std::vector<int32_t> prefix, suffix;
+        if (add_bos) prefix.push_back(*impl.bos_id);
+        if (add_eos) suffix.push_back(*impl.eos_id);
+        impl.post_processor = make_bos_eos_post_processor(std::move(prefix), std::move(suffix));
+    }
+    impl.clean_up_tokenization_spaces = config.is_object() && config.value("clean_up_tokenization_spaces", false);
+    return Status::ok();
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& tokenizer_json,
+                                                            const std::string& config_json, const std::string& name) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(tokenizer_json);
+    } catch (const nlohmann::json::parse_error& e) {
+        return error("{}: invalid JSON: {}", name, e.what());
+    }
+    nlohmann::json config;
+    if (!config_json.empty()) {
+        try {
+            config = nlohmann::json::parse(config_json);
+        } catch (const nlohmann::json::parse_error& e) {
+            return error("tokenizer_config.json: invalid JSON: {}", e.what());
+        }
+    }
+    if (!j.is_object()) return error("{}: expected a JSON object", name);
+    if (!j.contains("model")) return error("{}: missing \"model\"", name);
+    auto impl = std::make_unique<Impl>();
+    auto fail = [&](const Status& s) { return s.with_context(name); };
+
+    auto model = make_model(j["model"]);
+    if (!model) return fail(model.status());
+    impl->model = std::move(model).value();
+    auto normalizer = make_normalizer(j.value("normalizer", nlohmann::json()));
+    if (!normalizer) return fail(normalizer.status());
+    impl->normalizer = std::move(normalizer).value();
+    auto pre = make_pre_tokenizer(j.value("pre_tokenizer", nlohmann::json()));
+    if (!pre) return fail(pre.status());
+    impl->pre_tokenizer = std::move(pre).value();
+    auto post = make_post_processor(j.value("post_processor", nlohmann::json()));
+    if (!post) return fail(post.status());
+    impl->post_processor = std::move(post).value();
+    auto decoder = make_decoder(j.value("decoder", nlohmann::json()));
+    if (!decoder) return fail(decoder.status());
+    impl->decoder = std::move(decoder).value();
+
+    auto added = parse_added_tokens(j.value("added_tokens", nlohmann::json()));
+    if (!added) return fail(added.status());
+    // An added token that is also in the model's vocabulary keeps the model's id (tokenizers' add_tokens).
+    for (auto& t : *added) {
+        if (auto id = impl->model->token_to_id(t.content)) t.id = *id;
+    }
+    impl->added.add(*added, impl->normalizer.get());
+
+    Status s = apply_tokenizer_config(*impl, config);
+    if (!s) return s.with_context("tokenizer_config.json");
+    return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& dir) {
+    std::string json_path = join_path(dir, "tokenizer.json");
+    std::string config_path = join_path(dir, "tokenizer_config.json");
+    std::string config_text;
+    if (file_exists(config_path)) {
+        TACO_ASSIGN_OR_RETURN(config_text, read_text_file(config_path));
+    }
+    if (file_exists(json_path)) {
+        TACO_ASSIGN_OR_RETURN(std::string text, read_text_file(json_path));
+        return from_json_text(text, config_text, json_path);
+    }
+    nlohmann::json config;
+    if (!config_text.empty()) {
+        TACO_ASSIGN_OR_RETURN(config, read_json_file(config_path));
+    }
+    std::unique_ptr<Impl> impl;
+    std::string vocab_path = join_path(dir, "vocab.json"), merges_path = join_path(dir, "merges.txt");
+    std::string spm_path = join_path(dir, "tokenizer.model");
+    if (file_exists(vocab_path) && file_exists(merges_path)) {
+        TACO_ASSIGN_OR_RETURN(impl, load_vocab_merges(vocab_path, merges_path));
+    } else if (file_exists(spm_path)) {
+        TACO_ASSIGN_OR_RETURN(impl, load_sentencepiece(spm_path));
+    } else {
+        return error("{}: no tokenizer.json, vocab.json + merges.txt, or tokenizer.model", dir);
+    }
+    Status s = apply_tokenizer_config(*impl, config);
+    if (!s) return s.with_context(config_path);
+    return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
+}
+
+}  // namespace taco
