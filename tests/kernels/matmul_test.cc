@@ -128,6 +128,12 @@ TEST(Matmul, EveryIsaIsBitwiseEqualToCanonicalDotWithManyThreadChunks) {
     for (DType dtype : kWeightDtypes) expect_all_isas_match_reference(Problem(1, 301, 1000, dtype, 11));
 }
 
+TEST(Matmul, EveryIsaIsBitwiseEqualToCanonicalDotWithFewWeightRowsAndManyXBlocks) {
+    // k = 4100 makes an M block about 60 rows, so 300 rows are 5 or more blocks that threads share over 3
+    // weight rows.
+    for (DType dtype : kWeightDtypes) expect_all_isas_match_reference(Problem(300, 3, 4100, dtype, 13));
+}
+
 TEST(Matmul, RowOfABatchEqualsTheSameRowComputedAlone) {
     for (CpuIsa isa : kAllIsas) {
         if (!cpu_supports(isa)) continue;

@@ -46,8 +46,8 @@ struct MatmulTiling {
     MatmulTileFn tile;
 };
 
-// Threads split the weight rows in whole tiles; M is blocked so a block's x rows stay in L2 while the weight
-// tiles stream past them. Compiled for baseline x86-64: the ISA lives in the tile function only.
+// M is blocked so a block's x rows stay in L2 while the weight tiles stream past them; threads split the
+// (M block, weight tile) pairs. Compiled for baseline x86-64: the ISA lives in the tile function only.
 void matmul_tiled(const MatmulArgs& args, const MatmulTiling& tiling);
 
 }  // namespace taco::cpu
