@@ -1,0 +1,44 @@
+#include "cli_runner.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace taco::testing_util {
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+}  // namespace
+
+std::string golden_model_dir(const std::string& name) {
+    return std::string(TACO_SOURCE_DIR) + "/tests/data/models/" + name;
+}
+
+CommandResult run_taco(const std::string& args, const std::string& stdin_text) {
+    static std::atomic<int> counter{0};
+    const std::string base = ::testing::TempDir() + "/taco_cli_" + std::to_string(getpid()) + "_" +
+                             std::to_string(counter++);
+    std::ofstream(base + ".in", std::ios::binary) << stdin_text;
+    const std::string command = std::string(TACO_BINARY_DIR) + "/taco_llm " + args + " <" + base + ".in >" + base +
+                                ".out 2>" + base + ".err";
+    int status = std::system(command.c_str());
+    CommandResult result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = slurp(base + ".out");
+    result.err = slurp(base + ".err");
+    return result;
+}
+
+}  // namespace taco::testing_util

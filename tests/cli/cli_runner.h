@@ -1,0 +1,19 @@
+// Runs the built taco_llm binary as a user would, capturing exit code, stdout and stderr.
+#pragma once
+
+#include <string>
+
+namespace taco::testing_util {
+
+struct CommandResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+// `args` is appended to the binary path as is (shell syntax); `stdin_text` is fed on standard input.
+CommandResult run_taco(const std::string& args, const std::string& stdin_text = "");
+
+std::string golden_model_dir(const std::string& name);
+
+}  // namespace taco::testing_util

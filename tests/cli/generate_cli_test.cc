@@ -1,0 +1,78 @@
+// `taco_llm generate` as the "done when" runs it, and its errors.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace taco {
+namespace {
+
+using testing_util::golden_model_dir;
+using testing_util::run_taco;
+
+std::string ids_arg(const std::vector<int32_t>& ids) {
+    std::string out;
+    for (int32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+    return out;
+}
+
+TEST(GenerateCli, GreedyJsonEqualsTransformersOnEveryFamily) {
+    for (const char* name : {"llama", "mistral", "qwen2", "llama_sharded"}) {
+        std::ifstream in(golden_model_dir(name) + "/golden.json");
+        auto golden = nlohmann::json::parse(in);
+        for (const auto& c : golden["cases"]) {
+            auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+            auto r = run_taco("generate " + golden_model_dir(name) + " --prompt-ids " + ids_arg(prompt) +
+                              " --max-tokens 24 --min-tokens 24 --temperature 0 --json --device cpu");
+            ASSERT_EQ(r.exit_code, 0) << r.err;
+            auto out = nlohmann::json::parse(r.out);
+            EXPECT_EQ(out["prompt_ids"].get<std::vector<int32_t>>(), prompt);
+            EXPECT_EQ(out["token_ids"].get<std::vector<int32_t>>(), c["greedy_ids"].get<std::vector<int32_t>>())
+                << name;
+            EXPECT_EQ(out["finish_reason"], "length");
+        }
+    }
+}
+
+TEST(GenerateCli, SeededSamplingIsReproducible) {
+    const std::string args = "generate " + golden_model_dir("llama") +
+                             " --prompt-ids 1,2,3 --max-tokens 10 --temperature 0.8 --top-p 0.9 --top-k 50 --seed 7 --json";
+    auto a = run_taco(args), b = run_taco(args);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);
+    auto c = run_taco("generate " + golden_model_dir("llama") +
+                      " --prompt-ids 1,2,3 --max-tokens 10 --temperature 0.8 --seed 8 --json");
+    EXPECT_NE(a.out, c.out);
+}
+
+TEST(GenerateCli, ErrorsGoToStderrWithNonZeroExit) {
+    struct Case {
+        std::string args;
+        std::string message;
+    };
+    const std::string llama = golden_model_dir("llama");
+    for (const Case& c : std::vector<Case>{
+             {"generate /nonexistent/model --prompt-ids 1", "no config.json"},
+             {"generate " + llama + " --prompt-ids 1,x,3", "'x' is not a token id"},
+             {"generate " + llama + " --prompt-ids 1,99999", "outside the vocabulary"},
+             {"generate " + llama + " --prompt-ids 1 --max-tokens 500", "exceeds the model's maximum length"},
+             {"generate " + llama + " --prompt-ids 1 --top-p 2", "top_p must be in (0, 1]"},
+             {"generate " + llama, "one of --prompt or --prompt-ids is required"},
+         }) {
+        auto r = run_taco(c.args);
+        EXPECT_NE(r.exit_code, 0) << c.args;
+        EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+        EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << ": " << r.err;
+    }
+}
+
+TEST(GenerateCli, CudaDeviceOnACpuBuildIsAClearError) {
+    auto r = run_taco("generate " + golden_model_dir("llama") + " --prompt-ids 1 --device cuda");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace taco
