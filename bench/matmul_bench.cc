@@ -89,8 +89,8 @@ void BM_MemoryCopy(benchmark::State& state) {
         });
         benchmark::ClobberMemory();
     }
-    state.counters["copied_bytes/s"] = benchmark::Counter(double(kCopyBytes), benchmark::Counter::kIsIterationInvariantRate,
-                                                          benchmark::Counter::kIs1024);
+    state.counters["copied_bytes/s"] = benchmark::Counter(
+        double(kCopyBytes), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1024);
     state.counters["read+write_bytes/s"] = benchmark::Counter(
         2.0 * double(kCopyBytes), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1024);
     state.counters["threads"] = ThreadPool::global().num_threads();
@@ -105,8 +105,8 @@ __attribute__((target("avx2"))) uint64_t sum_words(const uint8_t* data, size_t b
         for (int a = 0; a < 4; ++a)
             acc[a] = _mm256_add_epi64(acc[a], _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 32 * a)));
     alignas(32) uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]),
-                                                                            _mm256_add_epi64(acc[2], acc[3])));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                       _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3])));
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
@@ -124,8 +124,8 @@ void BM_MemoryRead(benchmark::State& state) {
         });
         benchmark::DoNotOptimize(sums.data());
     }
-    state.counters["read_bytes/s"] = benchmark::Counter(double(pool.size), benchmark::Counter::kIsIterationInvariantRate,
-                                                        benchmark::Counter::kIs1024);
+    state.counters["read_bytes/s"] = benchmark::Counter(
+        double(pool.size), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1024);
 }
 BENCHMARK(BM_MemoryRead)->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -148,8 +148,9 @@ __attribute__((target("avx512f"))) void BM_PeakFmaAvx512(benchmark::State& state
         }
         for (int c = 0; c < kChains; ++c) benchmark::DoNotOptimize(acc[c]);
     }
-    state.counters["flop/s"] = benchmark::Counter(2.0 * 16 * kChains * double(kRounds),
-                                                  benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+    state.counters["flop/s"] =
+        benchmark::Counter(2.0 * 16 * kChains * double(kRounds), benchmark::Counter::kIsIterationInvariantRate,
+                           benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_PeakFmaAvx512)->Unit(benchmark::kMillisecond);
 
@@ -193,8 +194,8 @@ void BM_Gemm(benchmark::State& state) {
         matmul_with_isa(isa, args);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["flop/s"] = benchmark::Counter(2.0 * double(m * n * k), benchmark::Counter::kIsIterationInvariantRate,
-                                                  benchmark::Counter::kIs1000);
+    state.counters["flop/s"] = benchmark::Counter(
+        2.0 * double(m * n * k), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 // The scalar path is left out: at ~1 GFLOP/s one M = 512 iteration would take tens of seconds.
 BENCHMARK(BM_Gemm)

@@ -33,7 +33,11 @@ struct Problem {
     std::vector<uint8_t> w;  // raw bytes, n * k * dtype_size_bytes(w_dtype)
 
     Problem(int64_t m_in, int64_t n_in, int64_t k_in, DType dtype, uint32_t seed)
-        : m(m_in), n(n_in), k(k_in), w_dtype(dtype), x(size_t(m_in * k_in)),
+        : m(m_in),
+          n(n_in),
+          k(k_in),
+          w_dtype(dtype),
+          x(size_t(m_in * k_in)),
           w(size_t(n_in * k_in) * dtype_size_bytes(dtype)) {
         std::mt19937 rng(seed);
         std::uniform_real_distribution<float> value(-1.0f, 1.0f);
@@ -63,8 +67,8 @@ struct Problem {
 };
 
 std::string describe(CpuIsa isa, const Problem& p) {
-    return std::string(cpu_isa_name(isa)) + " w=" + std::string(dtype_name(p.w_dtype)) + " m=" +
-           std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
+    return std::string(cpu_isa_name(isa)) + " w=" + std::string(dtype_name(p.w_dtype)) + " m=" + std::to_string(p.m) +
+           " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
 }
 
 // Runs every supported ISA on `p` and expects each output to have the reference's bits.
@@ -80,8 +84,8 @@ void expect_all_isas_match_reference(const Problem& p) {
         for (size_t e = 0; e < want.size(); ++e) {
             if (bits_of(y[e]) == bits_of(want[e])) continue;
             if (++mismatches <= 3)
-                ADD_FAILURE() << describe(isa, p) << " at (" << e / size_t(p.n) << ", " << e % size_t(p.n)
-                              << "): got " << y[e] << " want " << want[e];
+                ADD_FAILURE() << describe(isa, p) << " at (" << e / size_t(p.n) << ", " << e % size_t(p.n) << "): got "
+                              << y[e] << " want " << want[e];
         }
         EXPECT_EQ(mismatches, 0) << describe(isa, p);
     }

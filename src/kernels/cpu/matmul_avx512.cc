@@ -1,8 +1,8 @@
 // AVX-512 matmul: one zmm accumulator per (x row, weight row) pair holds the 16 canonical lanes (kernels/ops.h),
 // so lane j sees k = j (mod 16) in increasing k exactly as canonical_dot_any does. Weights are widened in
-// registers: bf16 by zero-extension and a 16-bit shift, f16 with vcvtph2ps. Everything but the entry point
-// sits in an anonymous namespace so no template compiled with AVX-512 can be picked by the linker for a
-// baseline or AVX2 caller.
+// registers: bf16 by a word permute into the high halves of f32 lanes, f16 with vcvtph2ps. Everything but
+// the entry point sits in an anonymous namespace so no template compiled with AVX-512 can be picked by the
+// linker for a baseline or AVX2 caller.
 #include <immintrin.h>
 
 #include <array>

@@ -35,8 +35,7 @@ bool cpu_supports(CpuIsa isa) {
     switch (isa) {
         case CpuIsa::kScalar: return true;
         case CpuIsa::kAvx2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("f16c");
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
         case CpuIsa::kAvx512:
             return cpu_supports(CpuIsa::kAvx2) && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

@@ -8,10 +8,10 @@
 namespace taco::cpu {
 
 struct MatmulArgs {
-    const float* x;   // [m, k]
-    const void* w;    // [n, k] in w_dtype
-    DType w_dtype;    // f32 | f16 | bf16
-    float* y;         // [m, n]
+    const float* x;  // [m, k]
+    const void* w;   // [n, k] in w_dtype
+    DType w_dtype;   // f32 | f16 | bf16
+    float* y;        // [m, n]
     int64_t m, n, k;
 };
 
