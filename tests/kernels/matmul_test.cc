@@ -138,6 +138,28 @@ TEST(Matmul, EveryIsaIsBitwiseEqualToCanonicalDotWithFewWeightRowsAndManyXBlocks
     for (DType dtype : kWeightDtypes) expect_all_isas_match_reference(Problem(300, 3, 4100, dtype, 13));
 }
 
+TEST(Matmul, KTailKeepsLanesThatUnderflowedToNegativeZero) {
+    // Every product (-1e-39 * ~1e-7) underflows to -0, so with k >= 16 all 16 canonical lanes and the dot end as -0.
+    // A tail that ran fma(0, 0, lane) on lanes past K would turn those lanes into +0 and the result with them.
+    for (DType dtype : kWeightDtypes) {
+        for (int64_t k : {17, 18, 31, 33}) {
+            Problem p(2, 3, k, dtype, 0);
+            for (float& v : p.x) v = -1e-39f;
+            for (int64_t i = 0; i < p.n * k; ++i) {
+                if (dtype == DType::kF32) {
+                    const float v = 1e-7f;
+                    std::memcpy(p.w.data() + i * 4, &v, 4);
+                } else {
+                    const uint16_t h = dtype == DType::kF16 ? f32_to_f16(1e-7f) : f32_to_bf16(1e-7f);
+                    std::memcpy(p.w.data() + i * 2, &h, 2);
+                }
+            }
+            ASSERT_EQ(bits_of(p.reference(0, 0)), bits_of(-0.0f)) << dtype_name(dtype) << " k=" << k;
+            expect_all_isas_match_reference(p);
+        }
+    }
+}
+
 TEST(Matmul, RowOfABatchEqualsTheSameRowComputedAlone) {
     for (CpuIsa isa : kAllIsas) {
         if (!cpu_supports(isa)) continue;

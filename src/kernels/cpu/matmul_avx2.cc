@@ -86,7 +86,8 @@ void tile_kernel(const MatmulArgs& a, int64_t m0, int64_t n0) {
                 _mm_prefetch(reinterpret_cast<const char*>(w[n] + i) + kPrefetchBytes, _MM_HINT_T0);
         step(x, w, i);
     }
-    // K tail: zero-padded copies, since fma(0, 0, acc) == acc (acc is never -0).
+    // K tail: a zero-padded step, after which lanes past K get their old value back. (Keeping the padded
+    // fma(0, 0, lane) would not be exact: a lane that underflowed to -0 would become +0.)
     if (i < k) {
         const int64_t rest = k - i;
         alignas(32) float x_pad[MR][kLanes] = {};
@@ -101,7 +102,26 @@ void tile_kernel(const MatmulArgs& a, int64_t m0, int64_t n0) {
             std::memcpy(w_pad[n], w[n] + i, size_t(rest) * sizeof(T));
             ws[n] = w_pad[n];
         }
+        __m256 lo_before[MR][NR];
+        __m256 hi_before[MR][NR];
+        for (int m = 0; m < MR; ++m) {
+            for (int n = 0; n < NR; ++n) {
+                lo_before[m][n] = lo[m][n];
+                hi_before[m][n] = hi[m][n];
+            }
+        }
         step(xs, ws, 0);
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i num_live = _mm256_set1_epi32(int(rest));
+        const __m256 lo_live = _mm256_castsi256_ps(_mm256_cmpgt_epi32(num_live, lane));
+        const __m256 hi_live =
+            _mm256_castsi256_ps(_mm256_cmpgt_epi32(num_live, _mm256_add_epi32(lane, _mm256_set1_epi32(8))));
+        for (int m = 0; m < MR; ++m) {
+            for (int n = 0; n < NR; ++n) {
+                lo[m][n] = _mm256_blendv_ps(lo_before[m][n], lo[m][n], lo_live);
+                hi[m][n] = _mm256_blendv_ps(hi_before[m][n], hi[m][n], hi_live);
+            }
+        }
     }
     for (int m = 0; m < MR; ++m)
         for (int n = 0; n < NR; ++n) a.y[(m0 + m) * a.n + n0 + n] = reduce_lanes(lo[m][n], hi[m][n]);

@@ -92,14 +92,15 @@ void tile_kernel(const MatmulArgs& a, int64_t m0, int64_t n0) {
             for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
         }
     }
-    // K tail: masked-off lanes load 0 for both x and w, and fma(0, 0, acc) == acc (acc is never -0).
+    // K tail: lanes past K keep their value as it is. (Padding with fma(0, 0, lane) would not be exact: a lane
+    // that underflowed to -0 would become +0.)
     if (i < k) {
         const __mmask16 mask = __mmask16((1u << (k - i)) - 1);
         __m512 wv[NR];
         for (int n = 0; n < NR; ++n) wv[n] = Weight<W>::load_masked(w[n] + i, mask);
         for (int m = 0; m < MR; ++m) {
             const __m512 xv = _mm512_maskz_loadu_ps(mask, x[m] + i);
-            for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_fmadd_ps(xv, wv[n], acc[m][n]);
+            for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_mask3_fmadd_ps(xv, wv[n], acc[m][n], mask);
         }
     }
     for (int m = 0; m < MR; ++m)
