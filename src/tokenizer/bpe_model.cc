@@ -120,6 +120,20 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::json& j) {
     return create(std::move(vocab), merges, std::move(options));
 }
 
+void BpeModel::set_word_options(const BpeOptions& options) {
+    options_.unk_token = options.unk_token;
+    options_.fuse_unk = options.fuse_unk;
+    options_.byte_fallback = options.byte_fallback;
+    options_.ignore_merges = options.ignore_merges;
+    unk_id_.reset();
+    if (options_.unk_token) {
+        auto it = vocab_.find(*options_.unk_token);
+        if (it != vocab_.end()) unk_id_ = it->second;
+    }
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    cache_.clear();
+}
+
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
     auto it = vocab_.find(token);
     if (it == vocab_.end()) return std::nullopt;

@@ -38,6 +38,10 @@ public:
     // From a tokenizer.json "model" object of type BPE.
     static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& j);
 
+    // Changes the word-level options (unk, fusing, byte fallback, ignore_merges); prefix and suffix stay as built.
+    void set_word_options(const BpeOptions& options);
+    const BpeOptions& options() const { return options_; }
+
     Status tokenize(std::string_view word, std::vector<int32_t>& out) const override;
     std::optional<int32_t> token_to_id(std::string_view token) const override;
     const std::string* id_to_token(int32_t id) const override;

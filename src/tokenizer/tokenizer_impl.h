@@ -25,7 +25,7 @@ struct Tokenizer::Impl {
     std::unique_ptr<Decoder> decoder;              // may be null: tokens joined with ' '
     AddedVocabulary added;
     std::optional<int32_t> bos_id, eos_id;
-    bool clean_up_tokenization_spaces = false;
+    bool clean_up_tokenization_spaces = false;  // applied by decode (transformers skips it for BPE models)
 };
 
 // Applies tokenizer_config.json (may be null) to a pipeline built from tokenizer.json / vocab files: bos/eos,

@@ -41,76 +41,7 @@ Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {
     return tokens;
 }
 
-// A special token named in tokenizer_config.json: a string or {"content": ...}.
-std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
-    if (!config.is_object() || !config.contains(key)) return std::nullopt;
-    const auto& v = config[key];
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-    return std::nullopt;
-}
-
-std::optional<int32_t> lookup(const Tokenizer::Impl& impl, const std::string& token) {
-    if (auto id = impl.added.token_to_id(token)) return id;
-    return impl.model->token_to_id(token);
-}
-
 }  // namespace
-
-Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& config) {
-    if (!config.is_null() && !config.is_object()) return error("tokenizer_config.json must hold an object");
-    auto bos = config_token(config, "bos_token");
-    auto eos = config_token(config, "eos_token");
-    if (bos) impl.bos_id = lookup(impl, *bos);
-    if (eos) impl.eos_id = lookup(impl, *eos);
-
-    // transformers registers every named special token with the backend; a token of the model's vocabulary that
-    // is not an added token yet becomes one (special, matched before normalization).
-    std::vector<std::string> named;
-    for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
-        if (auto t = config_token(config, key)) named.push_back(*t);
-    }
-    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
-        if (!config.is_object() || !config.contains(key)) continue;
-        const auto& list = config[key];
-        auto add_value = [&](const nlohmann::json& v) {
-            if (v.is_string()) named.push_back(v.get<std::string>());
-            if (v.is_object() && v.contains("content") && v["content"].is_string()) named.push_back(v["content"].get<std::string>());
-        };
-        if (list.is_array()) {
-            for (const auto& v : list) add_value(v);
-        } else if (list.is_object()) {
-            for (const auto& [k, v] : list.items()) add_value(v);
-        }
-    }
-    std::vector<AddedToken> extra;
-    for (const auto& content : named) {
-        if (impl.added.token_to_id(content)) continue;
-        auto id = impl.model->token_to_id(content);
-        if (!id) continue;  // a token the vocabulary lacks cannot get an id that matches the model's embeddings
-        AddedToken t;
-        t.content = content;
-        t.id = *id;
-        t.special = true;
-        t.normalized = false;
-        extra.push_back(std::move(t));
-    }
-    if (!extra.empty()) impl.added.add(extra, impl.normalizer.get());
-
-    // TokenizersBackend: an explicit add_bos_token / add_eos_token, or no post-processor at all, replaces the
-    // post-processor by "bos $A eos" with the flags given (missing flag: false).
-    bool has_flags = config.is_object() && (config.contains("add_bos_token") || config.contains("add_eos_token"));
-    if (has_flags || !impl.post_processor) {
-        bool add_bos = config.is_object() && config.value("add_bos_token", false) && impl.bos_id;
-        bool add_eos = config.is_object() && config.value("add_eos_token", false) && impl.eos_id;
-        std::vector<int32_t> prefix, suffix;
-        if (add_bos) prefix.push_back(*impl.bos_id);
-        if (add_eos) suffix.push_back(*impl.eos_id);
-        impl.post_processor = make_bos_eos_post_processor(std::move(prefix), std::move(suffix));
-    }
-    impl.clean_up_tokenization_spaces = config.is_object() && config.value("clean_up_tokenization_spaces", false);
-    return Status::ok();
-}
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& tokenizer_json,
                                                             const std::string& config_json, const std::string& name) {

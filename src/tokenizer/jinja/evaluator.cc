@@ -152,10 +152,11 @@ Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shar
             frame->set(stmt.name, make_macro(stmt, frame, Value()));
             return Flow::kNormal;
         case StmtKind::kCallBlock: {
-            Value caller = make_macro(stmt, frame, Value());
-            auto inner = std::make_shared<Frame>(frame);
-            inner->set("caller", caller);
-            TACO_ASSIGN_OR_RETURN(Value v, eval(*stmt.expr, inner));
+            const Expr& call = *stmt.expr;
+            TACO_ASSIGN_OR_RETURN(Value callee, eval(*call.children[0], frame));
+            TACO_ASSIGN_OR_RETURN(CallArgs args, eval_args(call, 1, frame));
+            args.keyword.emplace_back("caller", make_macro(stmt, frame, Value()));
+            TACO_ASSIGN_OR_RETURN(Value v, callee.call(args, *this));
             TACO_RETURN_IF_ERROR(append_output(out, v.str()));
             return Flow::kNormal;
         }
@@ -252,6 +253,10 @@ Value Evaluator::make_macro(const Stmt& stmt, const std::shared_ptr<Frame>& fram
             given[i] = true;
         }
         for (const auto& [key, value] : args.keyword) {
+            if (key == "caller") {  // passed implicitly by {% call %}
+                inner->set(key, value);
+                continue;
+            }
             size_t i = 0;
             while (i < def->params.size() && def->params[i] != key) ++i;
             if (i == def->params.size()) return error("macro '{}' has no argument named '{}'", name, key);

@@ -67,8 +67,9 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, s
     bool ints = numbers && !a.is_float() && !b.is_float();
     if (op == "+") {
         if (ints) {
-            int64_t r;
-            return checked_int(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r);
+            int64_t r = 0;
+            bool overflow = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
+            return checked_int(overflow, r);
         }
         if (numbers) return Value::floating(a.as_double() + b.as_double());
         if (a.is_string() && b.is_string()) {
@@ -87,16 +88,18 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, s
     }
     if (op == "-") {
         if (ints) {
-            int64_t r;
-            return checked_int(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r);
+            int64_t r = 0;
+            bool overflow = __builtin_sub_overflow(a.as_int(), b.as_int(), &r);
+            return checked_int(overflow, r);
         }
         if (numbers) return Value::floating(a.as_double() - b.as_double());
         return unsupported("-", a, b);
     }
     if (op == "*") {
         if (ints) {
-            int64_t r;
-            return checked_int(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r);
+            int64_t r = 0;
+            bool overflow = __builtin_mul_overflow(a.as_int(), b.as_int(), &r);
+            return checked_int(overflow, r);
         }
         if (numbers) return Value::floating(a.as_double() * b.as_double());
         if ((a.is_string() || a.is_sequence()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int(), max_bytes);

@@ -258,7 +258,7 @@ private:
         if (stmt->targets.size() != 1 || !stmt->attr_target.empty())
             return fail(fmt::format("expected token '=', got {}", describe()));
         stmt->kind = StmtKind::kSetBlock;
-        if (is_op("|")) {
+        if (skip_op("|")) {
             TACO_ASSIGN_OR_RETURN(stmt->filter, parse_filter_chain(nullptr));
         }
         TACO_RETURN_IF_ERROR(expect_block_end());

@@ -143,10 +143,11 @@ bool is_python_alnum(char32_t cp) {
     return cat == UTF8PROC_CATEGORY_NL || cat == UTF8PROC_CATEGORY_NO;
 }
 
+bool category_is_title(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_LT; }
+
 bool is_python_lower(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_LL; }
 bool is_python_upper(char32_t cp) {
-    auto cat = category(cp);
-    return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT;
+    return category(cp) == UTF8PROC_CATEGORY_LU;
 }
 
 char32_t to_upper(char32_t cp) {
@@ -161,17 +162,78 @@ char32_t to_lower(char32_t cp) {
     return static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
 }
 
+namespace {
+
+// Python's full case mappings (SpecialCasing.txt) where they differ from the one-code-point mapping.
+const char* special_upper(char32_t cp) {
+    switch (cp) {
+        case 0xDF: return "SS";
+        case 0x149: return "\u02BCN";
+        case 0x1F0: return "J\u030C";
+        case 0xFB00: return "FF";
+        case 0xFB01: return "FI";
+        case 0xFB02: return "FL";
+        case 0xFB03: return "FFI";
+        case 0xFB04: return "FFL";
+        case 0xFB05:
+        case 0xFB06: return "ST";
+        default: return nullptr;
+    }
+}
+
+const char* special_title(char32_t cp) {
+    switch (cp) {
+        case 0xDF: return "Ss";
+        case 0xFB00: return "Ff";
+        case 0xFB01: return "Fi";
+        case 0xFB02: return "Fl";
+        case 0xFB03: return "Ffi";
+        case 0xFB04: return "Ffl";
+        case 0xFB05:
+        case 0xFB06: return "St";
+        default: return nullptr;
+    }
+}
+
+void append_upper(char32_t cp, std::string& out) {
+    if (const char* s = special_upper(cp)) {
+        out += s;
+    } else {
+        append_utf8(to_upper(cp), out);
+    }
+}
+
+void append_lower(char32_t cp, std::string& out) {
+    if (cp == 0x130) {
+        out += "i\u0307";
+    } else {
+        append_utf8(to_lower(cp), out);
+    }
+}
+
+void append_title(char32_t cp, std::string& out) {
+    if (const char* s = special_title(cp)) {
+        out += s;
+    } else if (cp < 0x80 || cp > 0x10FFFF) {
+        append_utf8(to_upper(cp), out);
+    } else {
+        append_utf8(static_cast<char32_t>(utf8proc_totitle(static_cast<utf8proc_int32_t>(cp))), out);
+    }
+}
+
+}  // namespace
+
 std::string str_upper(std::string_view s) {
     std::string out;
     out.reserve(s.size());
-    for (char32_t cp : to_code_points(s)) append_utf8(to_upper(cp), out);
+    for (char32_t cp : to_code_points(s)) append_upper(cp, out);
     return out;
 }
 
 std::string str_lower(std::string_view s) {
     std::string out;
     out.reserve(s.size());
-    for (char32_t cp : to_code_points(s)) append_utf8(to_lower(cp), out);
+    for (char32_t cp : to_code_points(s)) append_lower(cp, out);
     return out;
 }
 
@@ -179,7 +241,11 @@ std::string str_capitalize(std::string_view s) {
     std::string out;
     bool first = true;
     for (char32_t cp : to_code_points(s)) {
-        append_utf8(first ? to_upper(cp) : to_lower(cp), out);
+        if (first) {
+            append_title(cp, out);
+        } else {
+            append_lower(cp, out);
+        }
         first = false;
     }
     return out;
@@ -189,8 +255,12 @@ std::string str_title(std::string_view s) {
     std::string out;
     bool previous_cased = false;
     for (char32_t cp : to_code_points(s)) {
-        bool cased = is_python_lower(cp) || is_python_upper(cp);
-        append_utf8(previous_cased ? to_lower(cp) : to_upper(cp), out);
+        bool cased = is_python_lower(cp) || is_python_upper(cp) || category_is_title(cp);
+        if (previous_cased) {
+            append_lower(cp, out);
+        } else {
+            append_title(cp, out);
+        }
         previous_cased = cased;
     }
     return out;
