@@ -84,6 +84,13 @@ std::shared_ptr<Frame> make_globals() {
         size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
         return Value::string(std::string(buf.data(), n));
     }));
+    // Defined in jinja2 but random or stateful; present so `is defined` agrees, refused when called.
+    for (const char* name : {"lipsum", "cycler", "joiner"}) {
+        std::string n = name;
+        globals->set(n, Value::callable(n, [n](CallArgs&, Evaluator&) -> Result<Value> {
+            return Status::error(n + "() is not supported in chat templates");
+        }));
+    }
     return globals;
 }
 
