@@ -53,13 +53,22 @@ def load_renderer(local_jinja):
         ctu.datetime = FrozenDatetime
         compile_fn = ctu._compile_jinja_template
 
+        import inspect
+
+        import jinja2
+
+        params = inspect.signature(ctu.render_jinja_template).parameters
+        for required in ("conversations", "tools", "chat_template", "add_generation_prompt"):
+            assert required in params, f"render_jinja_template has no parameter {required}: {list(params)}"
+
         def render(template, messages, tools, add_generation_prompt, kwargs):
             rendered, _ = ctu.render_jinja_template(
                 conversations=[messages], tools=tools, documents=None, chat_template=template,
                 add_generation_prompt=add_generation_prompt, **kwargs)
             return rendered[0]
 
-        print(f"transformers {transformers.__version__}", file=sys.stderr)
+        print(f"transformers {transformers.__version__}, jinja2 {jinja2.__version__}, "
+              f"render_jinja_template{inspect.signature(ctu.render_jinja_template)}", file=sys.stderr)
         return compile_fn, render
 
     import jinja2

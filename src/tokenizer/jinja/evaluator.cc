@@ -224,6 +224,8 @@ Result<Evaluator::Flow> Evaluator::render_for(const Stmt& stmt, const std::share
     } else {
         items = std::move(all);
     }
+    // jinja2 runs the else block unless some iteration ran its body to the end (no break/continue out of it).
+    bool run_else = true;
     for (size_t i = 0; i < items.size(); ++i) {
         TACO_RETURN_IF_ERROR(count_step());
         auto inner = std::make_shared<Frame>(frame);
@@ -231,8 +233,9 @@ Result<Evaluator::Flow> Evaluator::render_for(const Stmt& stmt, const std::share
         TACO_RETURN_IF_ERROR(bind_targets(*inner, items[i]));
         TACO_ASSIGN_OR_RETURN(Flow flow, render_body(stmt.body, inner, out));
         if (flow == Flow::kBreak) break;
+        if (flow == Flow::kNormal) run_else = false;
     }
-    if (items.empty()) return render_body(stmt.else_body, frame, out);
+    if (run_else) return render_body(stmt.else_body, frame, out);
     return Flow::kNormal;
 }
 

@@ -30,7 +30,7 @@ private:
 
 struct RenderLimits {
     size_t max_output_bytes = size_t{64} << 20;
-    int64_t max_steps = 20'000'000;  // statements + loop iterations + calls
+    int64_t max_steps = 5'000'000;  // statements + loop iterations + calls (~1 us each)
     int max_call_depth = 100;
 };
 

@@ -415,7 +415,13 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"default"}, 0, name));
         if (value.is_number()) return Value::floating(value.as_double());
         if (value.is_string()) {
-            std::string s = str_strip(value.as_string(), nullptr, true, true);
+            std::string raw = str_strip(value.as_string(), nullptr, true, true);
+            std::string s;
+            for (size_t i = 0; i < raw.size(); ++i) {  // Python accepts "_" between digits
+                bool digit_around = i > 0 && i + 1 < raw.size() && std::isdigit(static_cast<unsigned char>(raw[i - 1])) &&
+                                    std::isdigit(static_cast<unsigned char>(raw[i + 1]));
+                if (raw[i] != '_' || !digit_around) s += raw[i];
+            }
             char* end = nullptr;
             double d = std::strtod(s.c_str(), &end);
             if (!s.empty() && *end == '\0' && (s.find_first_of("xX") == std::string::npos)) return Value::floating(d);

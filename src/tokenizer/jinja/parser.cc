@@ -86,7 +86,7 @@ private:
             if (tok.type == TokenType::kEof) {
                 --depth_;
                 if (ends.empty()) return Status::ok();
-                return fail(fmt::format("unexpected end of template; expected '{}'", ends.front()));
+                return fail(fmt::format("unexpected end of template; expected '{}'", ends.back()));
             }
             if (tok.type == TokenType::kData) {
                 auto stmt = make_stmt(StmtKind::kData);
