@@ -1,4 +1,5 @@
 // `taco_llm generate` as the "done when" runs it, and its errors.
+#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -72,6 +73,46 @@ TEST(GenerateCli, CudaDeviceOnACpuBuildIsAClearError) {
     auto r = run_taco("generate " + golden_model_dir("llama") + " --prompt-ids 1 --device cuda");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("--device cuda"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace taco
+
+namespace taco {
+namespace {
+
+// A golden model with the small SentencePiece test tokenizer beside it (its ids fit the model's vocabulary).
+std::string model_with_tokenizer() {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::path(::testing::TempDir()) / "taco_cli_model_with_tokenizer";
+    fs::remove_all(dir);
+    fs::copy(testing_util::golden_model_dir("llama"), dir, fs::copy_options::recursive);
+    const std::string spm = std::string(TACO_SOURCE_DIR) + "/tests/data/tokenizer/spm_bpe";
+    for (const char* f : {"tokenizer.model", "tokenizer_config.json"}) fs::copy_file(spm + "/" + f, dir / f);
+    return dir.string();
+}
+
+TEST(GenerateCli, PromptTextIsTokenizedAndOutputDetokenized) {
+    const std::string dir = model_with_tokenizer();
+    auto r = run_taco("generate " + dir + " --prompt 'God said' --max-tokens 12 --temperature 0 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto out = nlohmann::json::parse(r.out);
+    // The same ids and text as the tokenize / detokenize commands give.
+    auto tok = run_taco("tokenize " + dir, "\"God said\"\n");
+    ASSERT_EQ(tok.exit_code, 0) << tok.err;
+    EXPECT_EQ(out["prompt_ids"], nlohmann::json::parse(tok.out));
+    auto detok = run_taco("detokenize " + dir + " --skip-special-tokens", out["token_ids"].dump() + "\n");
+    ASSERT_EQ(detok.exit_code, 0) << detok.err;
+    EXPECT_EQ(out["text"], nlohmann::json::parse(detok.out));
+    EXPECT_EQ(out["token_ids"].size(), 12u);
+}
+
+TEST(GenerateCli, PromptTextWithoutATokenizerIsAClearError) {
+    auto r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompt hello");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("no tokenizer"), std::string::npos) << r.err;
+    auto ids_only = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompt-ids 1,2 --json");
+    EXPECT_TRUE(nlohmann::json::parse(ids_only.out)["text"].is_null());
 }
 
 }  // namespace

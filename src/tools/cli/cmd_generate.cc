@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_util.h"
 #include "exec/generator.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/cli/command.h"
 #include "tools/cli/device_option.h"
 
@@ -44,11 +46,29 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
     return ids;
 }
 
+bool folder_has_tokenizer(const std::string& dir) {
+    for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json"})
+        if (file_exists(join_path(dir, name))) return true;
+    return false;
+}
+
 void run_generate(const GenerateArgs& args) {
     Status device_status = check_device_available(args.device);
     if (!device_status) fail(device_status.message());
-    if (args.prompt) fail("--prompt needs a tokenizer, which this build cannot load yet; use --prompt-ids");
-    auto ids = parse_ids(args.prompt_ids);
+    // The model folder's tokenizer, when it has one, turns --prompt into ids and the generated ids into text.
+    std::unique_ptr<Tokenizer> tokenizer;
+    if (folder_has_tokenizer(args.model)) {
+        auto loaded = Tokenizer::load(args.model);
+        if (!loaded) fail(loaded.status().message());
+        tokenizer = std::move(loaded).value();
+    }
+    Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
+    if (args.prompt) {
+        if (!tokenizer) fail(args.model + ": no tokenizer (tokenizer.json, tokenizer.model or vocab.json) for --prompt; use --prompt-ids");
+        ids = tokenizer->encode(*args.prompt, /*add_special_tokens=*/true);
+    } else {
+        ids = parse_ids(args.prompt_ids);
+    }
     if (!ids) fail(ids.status().message());
     auto decoder = Decoder::load(args.model);
     if (!decoder) fail(decoder.status().message());
@@ -59,11 +79,17 @@ void run_generate(const GenerateArgs& args) {
     options.block_size = args.block_size;
     auto result = generate(**decoder, *ids, sampling, options);
     if (!result) fail(result.status().message());
+    // As vLLM: the text skips special tokens (an EOS that ended the request is in token_ids, not in text).
+    std::optional<std::string> text;
+    if (tokenizer) text = tokenizer->decode(result->token_ids, /*skip_special_tokens=*/true);
     if (args.json) {
         nlohmann::json out = {{"prompt_ids", result->prompt_ids},
                               {"token_ids", result->token_ids},
+                              {"text", text ? nlohmann::json(*text) : nlohmann::json(nullptr)},
                               {"finish_reason", std::string(finish_reason_name(result->finish_reason))}};
-        std::printf("%s\n", out.dump().c_str());
+        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else if (text) {
+        std::printf("%s\n", text->c_str());
     } else {
         std::string line;
         for (int32_t id : result->token_ids) line += (line.empty() ? "" : " ") + std::to_string(id);
