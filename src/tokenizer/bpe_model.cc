@@ -36,7 +36,7 @@ std::optional<std::string> optional_string(const nlohmann::json& j, const char* 
 
 }  // namespace
 
-Result<std::unique_ptr<BpeModel>> BpeModel::create(std::unordered_map<std::string, int32_t> vocab,
+Result<std::unique_ptr<BpeModel>> BpeModel::create(std::vector<std::pair<std::string, int32_t>> vocab,
                                                    const std::vector<std::pair<std::string, std::string>>& merges,
                                                    BpeOptions options) {
     std::unique_ptr<BpeModel> m(new BpeModel());
@@ -50,9 +50,9 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::unordered_map<std::strin
     m->has_id_.assign(static_cast<size_t>(max_id + 1), false);
     m->vocab_.reserve(vocab.size());
     for (auto& [token, id] : vocab) {
-        m->id_to_token_[id] = token;
+        m->vocab_.insert(token, id);
+        m->id_to_token_[id] = std::move(token);
         m->has_id_[id] = true;
-        m->vocab_.emplace(token, id);
     }
     size_t prefix_len = m->options_.continuing_subword_prefix ? m->options_.continuing_subword_prefix->size() : 0;
     m->merges_.reserve(merges.size());
@@ -61,38 +61,42 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::unordered_map<std::strin
         const auto& [a, b] = merges[rank];
         auto ia = m->vocab_.find(a);
         auto ib = m->vocab_.find(b);
-        if (ia == m->vocab_.end()) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, a);
-        if (ib == m->vocab_.end()) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, b);
+        if (!ia) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, a);
+        if (!ib) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, b);
         merged.assign(a);
         if (b.size() < prefix_len) return error("BPE merge {} ('{} {}'): shorter than the subword prefix", rank, a, b);
         merged.append(b, prefix_len);
         auto in = m->vocab_.find(merged);
-        if (in == m->vocab_.end()) {
-            return error("BPE merge {} ('{} {}'): merged token '{}' is not in the vocab", rank, a, b, merged);
-        }
-        m->merges_[pair_key(ia->second, ib->second)] = {static_cast<uint32_t>(rank), in->second};
+        if (!in) return error("BPE merge {} ('{} {}'): merged token '{}' is not in the vocab", rank, a, b, merged);
+        m->merges_.insert(pair_key(*ia, *ib), {static_cast<uint32_t>(rank), *in});
     }
     for (int b = 0; b < 256; ++b) {
-        auto it = m->vocab_.find(fmt::format("<0x{:02X}>", b));
-        m->byte_tokens_[b] = it == m->vocab_.end() ? -1 : it->second;
+        m->byte_tokens_[b] = m->vocab_.find(fmt::format("<0x{:02X}>", b)).value_or(-1);
     }
     if (m->options_.unk_token) {
-        auto it = m->vocab_.find(*m->options_.unk_token);
-        if (it != m->vocab_.end()) m->unk_id_ = it->second;
+        m->unk_id_ = m->vocab_.find(*m->options_.unk_token);
     }
     return m;
 }
 
-Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::json& j) {
-    if (!j.contains("vocab") || !j["vocab"].is_object()) return error("model BPE: \"vocab\" must be an object");
-    std::unordered_map<std::string, int32_t> vocab;
-    vocab.reserve(j["vocab"].size());
-    for (const auto& [token, id] : j["vocab"].items()) {
-        if (!id.is_number_integer()) return error("model BPE: vocab entry '{}' has a non-integer id", token);
-        vocab.emplace(token, id.get<int32_t>());
+Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::json& j,
+                                                     std::vector<std::pair<std::string, int32_t>>* scanned_vocab,
+                                                     std::vector<std::pair<std::string, std::string>>* scanned_merges) {
+    std::vector<std::pair<std::string, int32_t>> vocab;
+    if (scanned_vocab) {
+        vocab = std::move(*scanned_vocab);
+    } else {
+        if (!j.contains("vocab") || !j["vocab"].is_object()) return error("model BPE: \"vocab\" must be an object");
+        vocab.reserve(j["vocab"].size());
+        for (const auto& [token, id] : j["vocab"].items()) {
+            if (!id.is_number_integer()) return error("model BPE: vocab entry '{}' has a non-integer id", token);
+            vocab.emplace_back(token, id.get<int32_t>());
+        }
     }
     std::vector<std::pair<std::string, std::string>> merges;
-    if (j.contains("merges")) {
+    if (scanned_merges) {
+        merges = std::move(*scanned_merges);
+    } else if (j.contains("merges")) {
         if (!j["merges"].is_array()) return error("model BPE: \"merges\" must be an array");
         merges.reserve(j["merges"].size());
         for (const auto& m : j["merges"]) {
@@ -127,17 +131,14 @@ void BpeModel::set_word_options(const BpeOptions& options) {
     options_.ignore_merges = options.ignore_merges;
     unk_id_.reset();
     if (options_.unk_token) {
-        auto it = vocab_.find(*options_.unk_token);
-        if (it != vocab_.end()) unk_id_ = it->second;
+        unk_id_ = vocab_.find(*options_.unk_token);
     }
     std::lock_guard<std::mutex> lock(cache_mutex_);
     cache_.clear();
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
-    auto it = vocab_.find(token);
-    if (it == vocab_.end()) return std::nullopt;
-    return it->second;
+    return vocab_.find(token);
 }
 
 const std::string* BpeModel::id_to_token(int32_t id) const {
@@ -148,9 +149,8 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
 Status BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     if (word.empty()) return Status::ok();
     if (options_.ignore_merges) {
-        auto it = vocab_.find(word);
-        if (it != vocab_.end()) {
-            out.push_back(it->second);
+        if (auto id = vocab_.find(word)) {
+            out.push_back(*id);
             return Status::ok();
         }
     }
@@ -192,13 +192,12 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         if (is_last && options_.end_of_word_suffix) piece.append(*options_.end_of_word_suffix);
         pos += len;
 
-        auto it = vocab_.find(piece);
-        if (it != vocab_.end()) {
+        if (auto id = vocab_.find(piece)) {
             if (unk) {
                 add(unk->first, unk->second);
                 unk.reset();
             }
-            add(it->second, static_cast<uint32_t>(len));
+            add(*id, static_cast<uint32_t>(len));
             continue;
         }
         if (options_.byte_fallback) {
@@ -223,8 +222,9 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
 
     std::priority_queue<MergeCandidate> queue;
     for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-        auto it = merges_.find(pair_key(symbols[i].id, symbols[i + 1].id));
-        if (it != merges_.end()) queue.push({it->second.first, static_cast<int32_t>(i), it->second.second});
+        if (auto m = merges_.find(pair_key(symbols[i].id, symbols[i + 1].id))) {
+            queue.push({m->rank, static_cast<int32_t>(i), m->new_id});
+        }
     }
     while (!queue.empty()) {
         MergeCandidate top = queue.top();
@@ -232,8 +232,8 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         Symbol& cur = symbols[top.pos];
         if (cur.len == 0 || cur.next == -1) continue;
         Symbol right = symbols[cur.next];
-        auto it = merges_.find(pair_key(cur.id, right.id));
-        if (it == merges_.end() || it->second.second != top.new_id) continue;  // stale entry
+        auto m = merges_.find(pair_key(cur.id, right.id));
+        if (!m || m->new_id != top.new_id) continue;  // stale entry
         int32_t right_pos = cur.next;
         cur.id = top.new_id;
         cur.len += right.len;
@@ -241,12 +241,10 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         symbols[right_pos].len = 0;
         if (right.next >= 0) symbols[right.next].prev = top.pos;
         if (cur.prev >= 0) {
-            auto p = merges_.find(pair_key(symbols[cur.prev].id, cur.id));
-            if (p != merges_.end()) queue.push({p->second.first, cur.prev, p->second.second});
+            if (auto p = merges_.find(pair_key(symbols[cur.prev].id, cur.id))) queue.push({p->rank, cur.prev, p->new_id});
         }
         if (cur.next >= 0) {
-            auto n = merges_.find(pair_key(cur.id, symbols[cur.next].id));
-            if (n != merges_.end()) queue.push({n->second.first, top.pos, n->second.second});
+            if (auto n = merges_.find(pair_key(cur.id, symbols[cur.next].id))) queue.push({n->rank, top.pos, n->new_id});
         }
     }
     for (const auto& s : symbols) {

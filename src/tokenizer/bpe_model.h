@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/flat_maps.h"
 #include "tokenizer/model.h"
 
 namespace taco {
@@ -32,11 +33,13 @@ public:
     static constexpr size_t kCacheCapacity = 10000;
 
     // `vocab`: token -> id; `merges`: pairs in rank order. Errors name a merge whose parts are not in the vocab.
-    static Result<std::unique_ptr<BpeModel>> create(std::unordered_map<std::string, int32_t> vocab,
+    static Result<std::unique_ptr<BpeModel>> create(std::vector<std::pair<std::string, int32_t>> vocab,
                                                     const std::vector<std::pair<std::string, std::string>>& merges,
                                                     BpeOptions options);
-    // From a tokenizer.json "model" object of type BPE.
-    static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& j);
+    // From a tokenizer.json "model" object of type BPE; vocab and merges from `j` unless given (json_scan.h).
+    static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& j,
+                                                       std::vector<std::pair<std::string, int32_t>>* vocab = nullptr,
+                                                       std::vector<std::pair<std::string, std::string>>* merges = nullptr);
 
     // Changes the word-level options (unk, fusing, byte fallback, ignore_merges); prefix and suffix stay as built.
     void set_word_options(const BpeOptions& options);
@@ -55,10 +58,10 @@ private:
         using is_transparent = void;
         size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
     };
-    std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> vocab_;
-    std::vector<std::string> id_to_token_;     // indexed by id; empty where no token has that id
+    StringIdMap vocab_;
+    std::vector<std::string> id_to_token_;  // indexed by id; empty where no token has that id
     std::vector<bool> has_id_;
-    std::unordered_map<uint64_t, std::pair<uint32_t, int32_t>> merges_;  // (left << 32 | right) -> (rank, new id)
+    MergeMap merges_;                       // (left << 32 | right) -> (rank, new id)
     std::array<int32_t, 256> byte_tokens_;     // id of "<0xXX>" or -1
     BpeOptions options_;
     std::optional<int32_t> unk_id_;

@@ -1,5 +1,6 @@
 #include "tokenizer/pre_tokenizers.h"
 
+#include <array>
 #include <functional>
 
 #include "tokenizer/byte_level.h"
@@ -68,6 +69,18 @@ protected:
         split_by(std::move(piece), matches, behavior_, out);
     }
 
+public:
+    bool can_stream() const override { return true; }
+    void stream(std::string_view text, size_t original_start, const WordSink& emit) const override {
+        auto matches = pattern_.find_matches(text);
+        if (invert_) {
+            for (auto& m : matches) m.second = !m.second;
+        }
+        for (auto [s, e] : apply_split_behavior(matches, behavior_)) {
+            if (e > s) emit(text.substr(s, e - s));
+        }
+    }
+
 private:
     SplitPattern pattern_;
     SplitBehavior behavior_;
@@ -93,6 +106,38 @@ protected:
             mapped.reserve(out[i].text.size() * 2);
             byte_level::encode_bytes(out[i].text, mapped);
             out[i].text = std::move(mapped);
+        }
+    }
+
+public:
+    bool can_stream() const override { return true; }
+    void stream(std::string_view text, size_t original_start, const WordSink& emit) const override {
+        std::string prefixed;
+        if (add_prefix_space_ && (text.empty() || text[0] != ' ')) {
+            prefixed = " " + std::string(text);
+            text = prefixed;
+        }
+        // One buffer per nesting depth and thread: no allocation per word once warm.
+        thread_local std::array<std::string, 4> buffers;
+        thread_local size_t depth = 0;
+        std::string local;
+        std::string& mapped = depth < buffers.size() ? buffers[depth] : local;
+        ++depth;
+        struct DepthGuard {
+            size_t& d;
+            ~DepthGuard() { --d; }
+        } guard{depth};
+        auto map_and_emit = [&](std::string_view word) {
+            mapped.clear();
+            byte_level::encode_bytes(word, mapped);
+            emit(mapped);
+        };
+        if (!pattern_) {
+            if (!text.empty()) map_and_emit(text);
+            return;
+        }
+        for (const auto& [range, is_match] : pattern_->find_matches(text)) {
+            if (range.second > range.first) map_and_emit(text.substr(range.first, range.second - range.first));
         }
     }
 
@@ -193,7 +238,31 @@ protected:
         for (auto& c : current) out.push_back(std::move(c));
     }
 
+public:
+    bool can_stream() const override {
+        for (const auto& p : parts_) {
+            if (!p->can_stream()) return false;
+        }
+        return true;
+    }
+    void stream(std::string_view text, size_t original_start, const WordSink& emit) const override {
+        stream_from(0, text, original_start, emit);
+    }
+
 private:
+    // Words of stage `i` feed stage i + 1; a sub-word's original offset is only exact at the piece start, which is
+    // all Metaspace's "first" scheme asks (and Metaspace does not stream).
+    void stream_from(size_t i, std::string_view text, size_t original_start, const WordSink& emit) const {
+        if (i == parts_.size()) {
+            emit(text);
+            return;
+        }
+        parts_[i]->stream(text, original_start, [&](std::string_view word) {
+            auto w = reinterpret_cast<uintptr_t>(word.data()), t = reinterpret_cast<uintptr_t>(text.data());
+            size_t offset = w >= t && w <= t + text.size() ? w - t : 0;  // ByteLevel's words live in its own buffer
+            stream_from(i + 1, word, original_start + offset, emit);
+        });
+    }
     std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 

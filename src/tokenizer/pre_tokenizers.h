@@ -2,7 +2,9 @@
 // token into the words the model tokenizes separately (and, for ByteLevel, map bytes to printable characters).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,11 +14,19 @@
 
 namespace taco {
 
+// Receives the words of a streaming pre-tokenization (views valid only during the call).
+using WordSink = std::function<void(std::string_view word)>;
+
 class PreTokenizer {
 public:
     virtual ~PreTokenizer() = default;
     // Replaces `pieces` by their splits; pieces with added_id >= 0 pass through unchanged, empty pieces vanish.
     void pre_tokenize(std::vector<TextPiece>& pieces) const;
+
+    // The same words as pre_tokenize gives for one piece, without building pieces (the encode hot path). Only
+    // where can_stream(); `original_start` is the piece's offset in the input.
+    virtual bool can_stream() const { return false; }
+    virtual void stream(std::string_view text, size_t original_start, const WordSink& emit) const {}
 
 protected:
     // Splits one piece (never an added token), appending the results to `out`.

@@ -136,7 +136,8 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_sentencepiece(const std::string& m
     BpeOptions options;
     options.fuse_unk = true;
     options.byte_fallback = true;
-    auto model = BpeModel::create(std::move(vocab), merges, options);
+    std::vector<std::pair<std::string, int32_t>> vocab_list(vocab.begin(), vocab.end());
+    auto model = BpeModel::create(std::move(vocab_list), merges, options);
     if (!model) return model.status().with_context(model_path);
 
     auto impl = std::make_unique<Tokenizer::Impl>();

@@ -1,5 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
+#include <cstdint>
+
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode_utils.h"
 
@@ -12,14 +14,29 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_s
     size_t valid = unicode::valid_prefix_length(text);
     if (valid != text.size()) return error("encode: input is not valid UTF-8 at byte {}", valid);
     std::vector<TextPiece> pieces = impl_->added.extract_and_normalize(text, impl_->normalizer.get());
-    if (impl_->pre_tokenizer) impl_->pre_tokenizer->pre_tokenize(pieces);
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 3 + 4);
-    for (const auto& piece : pieces) {
-        if (piece.added_id >= 0) {
-            ids.push_back(piece.added_id);
-        } else {
-            TACO_RETURN_IF_ERROR(impl_->model->tokenize(piece.text, ids));
+    const PreTokenizer* pre = impl_->pre_tokenizer.get();
+    if (pre && pre->can_stream()) {
+        Status status;
+        for (const auto& piece : pieces) {
+            if (piece.added_id >= 0) {
+                ids.push_back(piece.added_id);
+                continue;
+            }
+            pre->stream(piece.text, piece.original_start, [&](std::string_view word) {
+                if (status.is_ok()) status = impl_->model->tokenize(word, ids);
+            });
+        }
+        TACO_RETURN_IF_ERROR(status);
+    } else {
+        if (pre) pre->pre_tokenize(pieces);
+        for (const auto& piece : pieces) {
+            if (piece.added_id >= 0) {
+                ids.push_back(piece.added_id);
+            } else {
+                TACO_RETURN_IF_ERROR(impl_->model->tokenize(piece.text, ids));
+            }
         }
     }
     if (impl_->post_processor) impl_->post_processor->process(ids, add_special_tokens);

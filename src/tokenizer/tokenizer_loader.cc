@@ -3,17 +3,19 @@
 
 #include "core/file_util.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace taco {
 namespace {
 
-Result<std::unique_ptr<Model>> make_model(const nlohmann::json& j) {
+Result<std::unique_ptr<Model>> make_model(const nlohmann::json& j, ScannedTokenizerJson& scanned) {
     if (!j.is_object()) return error("\"model\" must be an object");
     std::string type = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
     if (type.empty() && j.contains("merges")) type = "BPE";  // old files omit the type
     if (type == "BPE") {
-        TACO_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(j));
+        TACO_ASSIGN_OR_RETURN(auto bpe, BpeModel::from_json(j, scanned.has_vocab ? &scanned.vocab : nullptr,
+                                                            scanned.has_merges ? &scanned.merges : nullptr));
         return std::unique_ptr<Model>(std::move(bpe));
     }
     return error("unknown model type '{}' (supported: BPE)", type);
@@ -45,9 +47,11 @@ Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& tokenizer_json,
                                                             const std::string& config_json, const std::string& name) {
+    auto scanned = scan_tokenizer_json(tokenizer_json);
+    if (!scanned) return scanned.status().with_context(name);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(tokenizer_json);
+        j = nlohmann::json::parse(scanned->rest);
     } catch (const nlohmann::json::parse_error& e) {
         return error("{}: invalid JSON: {}", name, e.what());
     }
@@ -64,7 +68,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& 
     auto impl = std::make_unique<Impl>();
     auto fail = [&](const Status& s) { return s.with_context(name); };
 
-    auto model = make_model(j["model"]);
+    auto model = make_model(j["model"], *scanned);
     if (!model) return fail(model.status());
     impl->model = std::move(model).value();
     auto normalizer = make_normalizer(j.value("normalizer", nlohmann::json()));

@@ -11,10 +11,10 @@ namespace taco {
 Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path) {
     TACO_ASSIGN_OR_RETURN(nlohmann::json vocab_json, read_json_file(vocab_path));
     if (!vocab_json.is_object()) return error("{}: expected an object of token -> id", vocab_path);
-    std::unordered_map<std::string, int32_t> vocab;
+    std::vector<std::pair<std::string, int32_t>> vocab;
     for (const auto& [token, id] : vocab_json.items()) {
         if (!id.is_number_integer()) return error("{}: token '{}' has a non-integer id", vocab_path, token);
-        vocab.emplace(token, id.get<int32_t>());
+        vocab.emplace_back(token, id.get<int32_t>());
     }
     TACO_ASSIGN_OR_RETURN(std::string merges_text, read_text_file(merges_path));
     std::vector<std::pair<std::string, std::string>> merges;
