@@ -13,7 +13,8 @@ Two sets, written under --out:
 Rendering goes through transformers.utils.chat_template_utils: _compile_jinja_template (the exact environment:
 ImmutableSandboxedEnvironment, trim/lstrip blocks, loopcontrols, tojson, raise_exception, strftime_now,
 {% generation %}) and render_jinja_template with the special tokens merged in the way apply_chat_template does
-({**special_tokens_map, **kwargs}). AutoTokenizer is not used so that only tokenizer_config.json (and
+({**special_tokens_map, **kwargs}), after apply_chat_template's one precondition (an empty conversation raises
+ValueError). AutoTokenizer is not used so that only tokenizer_config.json (and
 chat_template.jinja) need to travel to the device; a tokenizer's special_tokens_map holds exactly the tokens its
 config sets.
 
@@ -62,6 +63,8 @@ def load_renderer(local_jinja):
             assert required in params, f"render_jinja_template has no parameter {required}: {list(params)}"
 
         def render(template, messages, tools, add_generation_prompt, kwargs):
+            if len(messages) == 0:  # apply_chat_template's own precondition (tokenization_utils_base.py)
+                raise ValueError("Cannot apply chat template to an empty conversation. Provide at least one message.")
             rendered, _ = ctu.render_jinja_template(
                 conversations=[messages], tools=tools, documents=None, chat_template=template,
                 add_generation_prompt=add_generation_prompt, **kwargs)
@@ -89,6 +92,8 @@ def load_renderer(local_jinja):
         return env.from_string(template)
 
     def render(template, messages, tools, add_generation_prompt, kwargs):
+        if len(messages) == 0:
+            raise ValueError("Cannot apply chat template to an empty conversation. Provide at least one message.")
         return compile_fn(template).render(messages=messages, tools=tools, documents=None,
                                            add_generation_prompt=add_generation_prompt, **kwargs)
 

@@ -39,10 +39,12 @@ Result<ChatTemplate> compile_error(const Status& status, const std::string& wher
 Result<ChatTemplate> ChatTemplate::from_string(std::string source, std::string bos_token, std::string eos_token) {
     auto compiled = jinja::Template::parse(source);
     if (!compiled.is_ok()) return compile_error(compiled.status(), "chat template");
-    std::vector<std::pair<std::string, std::string>> tokens;
-    if (!bos_token.empty()) tokens.emplace_back("bos_token", std::move(bos_token));
-    if (!eos_token.empty()) tokens.emplace_back("eos_token", std::move(eos_token));
-    return ChatTemplate(std::move(source), std::move(compiled).value(), std::move(tokens));
+    ChatTemplate result;
+    result.source_ = std::move(source);
+    result.default_ = std::move(compiled).value();
+    if (!bos_token.empty()) result.special_tokens_.emplace_back("bos_token", std::move(bos_token));
+    if (!eos_token.empty()) result.special_tokens_.emplace_back("eos_token", std::move(eos_token));
+    return result;
 }
 
 Result<ChatTemplate> ChatTemplate::from_dir(const std::string& dir) {
@@ -52,11 +54,16 @@ Result<ChatTemplate> ChatTemplate::from_dir(const std::string& dir) {
     if (file_exists(config_path)) {
         TACO_ASSIGN_OR_RETURN(config, read_ordered_json(config_path));
         if (!config.is_object()) return error("{}: expected a JSON object", config_path);
+    } else if (!file_exists(jinja_path)) {
+        return error("{}: no chat template (neither tokenizer_config.json nor chat_template.jinja exists)", dir);
     }
-    std::string source;
+    ChatTemplate result;
+    std::optional<std::string> tool_use_source;
+    bool have_default = false;
     std::string where;
     if (file_exists(jinja_path)) {
-        TACO_ASSIGN_OR_RETURN(source, read_text_file(jinja_path));
+        TACO_ASSIGN_OR_RETURN(result.source_, read_text_file(jinja_path));
+        have_default = true;
         where = jinja_path;
     } else {
         auto it = config.find("chat_template");
@@ -66,38 +73,54 @@ Result<ChatTemplate> ChatTemplate::from_dir(const std::string& dir) {
         }
         where = config_path;
         if (it->is_string()) {
-            source = it->get<std::string>();
+            result.source_ = it->get<std::string>();
+            have_default = true;
         } else if (it->is_array()) {
-            bool found = false;
             for (const auto& entry : *it) {
                 if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
                     !entry["name"].is_string() || !entry["template"].is_string())
                     return error("{}: \"chat_template\" list entries must be {{\"name\": str, \"template\": str}}",
                                  config_path);
                 if (entry["name"] == "default") {
-                    source = entry["template"].get<std::string>();
-                    found = true;
+                    result.source_ = entry["template"].get<std::string>();
+                    have_default = true;
+                } else if (entry["name"] == "tool_use") {
+                    tool_use_source = entry["template"].get<std::string>();
                 }
             }
-            if (!found) return error("{}: \"chat_template\" lists named templates but none is named \"default\"", config_path);
+            if (!have_default && !tool_use_source)
+                return error("{}: \"chat_template\" lists named templates but none is named \"default\"", config_path);
         } else {
             return error("{}: \"chat_template\" must be a string or a list of named templates", config_path);
         }
     }
-    auto compiled = jinja::Template::parse(source);
-    if (!compiled.is_ok()) return compile_error(compiled.status(), where);
-    std::vector<std::pair<std::string, std::string>> tokens;
+    if (have_default) {
+        auto compiled = jinja::Template::parse(result.source_);
+        if (!compiled.is_ok()) return compile_error(compiled.status(), where);
+        result.default_ = std::move(compiled).value();
+    }
+    if (tool_use_source) {
+        auto compiled = jinja::Template::parse(*tool_use_source);
+        if (!compiled.is_ok()) return compile_error(compiled.status(), where + " (tool_use)");
+        result.tool_use_ = std::move(compiled).value();
+    }
     for (const char* key : kSpecialTokenKeys) {
         auto it = config.find(key);
         if (it == config.end()) continue;
-        if (auto content = token_content(*it)) tokens.emplace_back(key, *content);
+        if (auto content = token_content(*it)) result.special_tokens_.emplace_back(key, *content);
     }
-    return ChatTemplate(std::move(source), std::move(compiled).value(), std::move(tokens));
+    return result;
 }
 
 Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const {
     using jinja::Value;
     if (!inputs.messages.is_array()) return Status::error("chat template: messages must be a JSON array");
+    if (inputs.messages.empty())
+        return Status::error("Cannot apply chat template to an empty conversation. Provide at least one message.");
+    const jinja::Template* compiled = (!inputs.tools.is_null() && tool_use_) ? &*tool_use_ : default_ ? &*default_ : nullptr;
+    if (!compiled)
+        return Status::error("this model has multiple chat templates with no default specified (only \"tool_use\", "
+                             "which needs tools)");
     if (!inputs.tools.is_null() && !inputs.tools.is_array())
         return Status::error("chat template: tools must be null or a JSON array");
     if (!inputs.extra.is_null() && !inputs.extra.is_object())
@@ -114,7 +137,7 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
     }
     jinja::RenderOptions options;
     options.now_epoch_seconds = inputs.now_epoch_seconds;
-    auto rendered = compiled_.render(context, options);
+    auto rendered = compiled->render(context, options);
     if (!rendered.is_ok()) return Status::error("chat template: " + rendered.status().message());
     return rendered;
 }

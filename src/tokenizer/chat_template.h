@@ -32,22 +32,25 @@ public:
     // Empty bos/eos tokens are left undefined in the template, as transformers leaves unset special tokens out.
     static Result<ChatTemplate> from_string(std::string source, std::string bos_token = "", std::string eos_token = "");
     // DIR/chat_template.jinja if present (it takes precedence, as in transformers 5.x), else tokenizer_config.json's
-    // "chat_template" (a string, or a list of {name, template} of which "default" is used). Special tokens come from
-    // tokenizer_config.json (a string or {"content": ...}).
+    // "chat_template": a string, or a list of {name, template} of which "default" is used, or "tool_use" when tools
+    // are given (transformers' get_chat_template). Special tokens come from tokenizer_config.json (a string or
+    // {"content": ...}).
     static Result<ChatTemplate> from_dir(const std::string& dir);
 
+    // Like apply_chat_template, an empty conversation is an error.
     Result<std::string> render(const ChatTemplateInputs& inputs) const;
 
+    // The default template's source ("" when the config names only a "tool_use" template).
     const std::string& source() const { return source_; }
     // (name, token) pairs given to the template, e.g. {"bos_token", "<s>"}.
     const std::vector<std::pair<std::string, std::string>>& special_tokens() const { return special_tokens_; }
 
 private:
-    ChatTemplate(std::string source, jinja::Template compiled, std::vector<std::pair<std::string, std::string>> tokens)
-        : source_(std::move(source)), compiled_(std::move(compiled)), special_tokens_(std::move(tokens)) {}
+    ChatTemplate() = default;
 
     std::string source_;
-    jinja::Template compiled_;
+    std::optional<jinja::Template> default_;
+    std::optional<jinja::Template> tool_use_;
     std::vector<std::pair<std::string, std::string>> special_tokens_;
 };
 

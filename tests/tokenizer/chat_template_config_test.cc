@@ -55,8 +55,35 @@ TEST_F(ChatTemplateConfig, ListOfNamedTemplatesUsesDefault) {
     EXPECT_EQ(*out, "DEFAULT True");
 }
 
+TEST_F(ChatTemplateConfig, ToolUseTemplateIsPickedWhenToolsAreGiven) {
+    write("tokenizer_config.json",
+          R"({"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T{{ tools|length }}"}]})");
+    auto chat_template = ChatTemplate::from_dir(dir_.string());
+    ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
+    ChatTemplateInputs inputs;
+    inputs.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+    auto plain = chat_template->render(inputs);
+    ASSERT_TRUE(plain.is_ok()) << plain.status().message();
+    EXPECT_EQ(*plain, "D");
+    inputs.tools = nlohmann::ordered_json::parse(R"([{"type": "function"}])");
+    auto with_tools = chat_template->render(inputs);
+    ASSERT_TRUE(with_tools.is_ok()) << with_tools.status().message();
+    EXPECT_EQ(*with_tools, "T1");
+}
+
+TEST_F(ChatTemplateConfig, EmptyConversationIsAnError) {
+    write("tokenizer_config.json", R"({"chat_template": "x"})");
+    auto chat_template = ChatTemplate::from_dir(dir_.string());
+    ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
+    ChatTemplateInputs inputs;
+    inputs.messages = nlohmann::ordered_json::array();
+    auto out = chat_template->render(inputs);
+    ASSERT_FALSE(out.is_ok());
+    EXPECT_NE(out.status().message().find("empty conversation"), std::string::npos) << out.status().message();
+}
+
 TEST_F(ChatTemplateConfig, ListWithoutDefaultIsAnError) {
-    write("tokenizer_config.json", R"({"chat_template": [{"name": "tool_use", "template": "T"}]})");
+    write("tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "T"}]})");
     auto out = render_dir();
     ASSERT_FALSE(out.is_ok());
     EXPECT_NE(out.status().message().find("default"), std::string::npos) << out.status().message();
@@ -116,7 +143,7 @@ TEST_F(ChatTemplateConfig, KwargsOverrideSpecialTokensAndDateString) {
     auto chat_template = ChatTemplate::from_dir(dir_.string());
     ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
     ChatTemplateInputs inputs;
-    inputs.messages = nlohmann::ordered_json::array();
+    inputs.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
     inputs.date_string = "01 Jan 2030";
     inputs.extra = nlohmann::ordered_json::parse(R"({"bos_token": "<B>", "enable_thinking": false})");
     auto out = chat_template->render(inputs);

@@ -148,7 +148,7 @@ TEST(ChatTemplateErrors, BadInputsAreStatuses) {
     ChatTemplateInputs inputs;
     inputs.messages = nlohmann::ordered_json::object();
     EXPECT_FALSE(chat_template->render(inputs).is_ok());
-    inputs.messages = nlohmann::ordered_json::array();
+    inputs.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
     inputs.tools = "not a list";
     EXPECT_FALSE(chat_template->render(inputs).is_ok());
     EXPECT_FALSE(ChatTemplate::from_string("{% if %}").is_ok());
