@@ -1,0 +1,157 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace taco {
+
+Status SchedulerConfig::validate() const {
+    if (max_num_batched_tokens < 1)
+        return error("--max-num-batched-tokens must be positive, got {}", max_num_batched_tokens);
+    if (max_num_seqs < 1) return error("--max-num-seqs must be positive, got {}", max_num_seqs);
+    if (max_model_len < 1) return error("--max-model-len must be positive, got {}", max_model_len);
+    if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len)
+        return error("without chunked prefill, --max-num-batched-tokens ({}) must be at least --max-model-len ({})",
+                     max_num_batched_tokens, max_model_len);
+    return Status::ok();
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv_cache) : config_(config), kv_cache_(kv_cache) {
+    TACO_CHECK_MSG(config_.validate().is_ok(), "{}", config_.validate().message());
+}
+
+Status Scheduler::add_request(std::unique_ptr<Request> request) {
+    if (request->token_ids.empty()) return error("request {}: the prompt is empty", request->id);
+    if (request->num_tokens() > config_.max_model_len)
+        return error("request {}: the prompt has {} tokens, more than the maximum model length {}", request->id,
+                     request->num_tokens(), config_.max_model_len);
+    TACO_CHECK_MSG(requests_.count(request->id) == 0, "request id {} is already in use", request->id);
+    request->status = RequestStatus::kWaiting;
+    request->num_computed_tokens = 0;
+    Request* raw = request.get();
+    requests_.emplace(raw->id, std::move(request));
+    waiting_.push_back(raw);
+    return Status::ok();
+}
+
+void Scheduler::add_forked(RequestId parent_id, std::unique_ptr<Request> child) {
+    Request* parent = find(parent_id);
+    TACO_CHECK_MSG(parent != nullptr && parent->status == RequestStatus::kRunning, "fork of request {} not running",
+                   parent_id);
+    TACO_CHECK_MSG(requests_.count(child->id) == 0, "request id {} is already in use", child->id);
+    kv_cache_.fork(parent_id, child->id);
+    child->status = RequestStatus::kRunning;
+    Request* raw = child.get();
+    requests_.emplace(raw->id, std::move(child));
+    auto at = std::find(running_.begin(), running_.end(), parent);
+    running_.insert(at + 1, raw);
+}
+
+Request* Scheduler::find(RequestId id) {
+    auto it = requests_.find(id);
+    return it == requests_.end() ? nullptr : it->second.get();
+}
+
+bool Scheduler::preempt_newest_running(Request* keep) {
+    if (running_.empty() || running_.back() == keep) return false;
+    Request* victim = running_.back();
+    running_.pop_back();
+    kv_cache_.free(victim->id);
+    victim->num_computed_tokens = 0;
+    victim->status = RequestStatus::kPreempted;
+    ++victim->num_preemptions;
+    ++num_preemptions_;
+    waiting_.push_front(victim);
+    return true;
+}
+
+SchedulerOutput Scheduler::schedule() {
+    SchedulerOutput output;
+    int64_t budget = config_.max_num_batched_tokens;
+    const size_t num_preempted_before = size_t(num_preemptions_);
+    // Running requests first, oldest first: they catch up by as many tokens as the budget allows.
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+        Request* r = running_[i];
+        int64_t num_new = r->num_tokens() - r->num_computed_tokens;
+        TACO_CHECK_GT(num_new, 0);
+        if (!config_.enable_chunked_prefill && num_new > budget) {
+            ++i;
+            continue;
+        }
+        num_new = std::min(num_new, budget);
+        bool allocated = kv_cache_.allocate(r->id, r->num_computed_tokens + num_new);
+        while (!allocated && preempt_newest_running(r)) {
+            output.preempted.push_back(waiting_.front()->id);
+            allocated = kv_cache_.allocate(r->id, r->num_computed_tokens + num_new);
+        }
+        if (!allocated) {
+            // r is the newest running request: it waits for blocks to free up.
+            TACO_CHECK(running_.back() == r);
+            running_.pop_back();
+            kv_cache_.free(r->id);
+            r->num_computed_tokens = 0;
+            r->status = RequestStatus::kPreempted;
+            ++r->num_preemptions;
+            ++num_preemptions_;
+            waiting_.push_front(r);
+            output.preempted.push_back(r->id);
+            break;
+        }
+        output.scheduled.push_back({r, num_new});
+        budget -= num_new;
+        ++i;
+    }
+    // Waiting requests only when nothing had to be preempted (else they would just take the freed blocks).
+    if (size_t(num_preemptions_) == num_preempted_before) admit_waiting(output, budget);
+    output.num_batched_tokens = config_.max_num_batched_tokens - budget;
+    output.copies = kv_cache_.take_pending_copies();
+    return output;
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
+    while (!waiting_.empty() && int64_t(running_.size()) < config_.max_num_seqs && budget > 0) {
+        Request* r = waiting_.front();
+        const int64_t num_cached = kv_cache_.match_prefix(r->id, r->token_ids, r->cache_salt);
+        int64_t num_new = r->num_tokens() - num_cached;
+        if (!config_.enable_chunked_prefill && num_new > budget) {
+            kv_cache_.free(r->id);
+            break;
+        }
+        num_new = std::min(num_new, budget);
+        if (!kv_cache_.allocate(r->id, num_cached + num_new)) {
+            kv_cache_.free(r->id);
+            break;
+        }
+        waiting_.pop_front();
+        if (r->num_preemptions == 0) r->num_cached_tokens = std::min(num_cached, r->num_prompt_tokens);
+        r->num_computed_tokens = num_cached;
+        r->status = RequestStatus::kRunning;
+        running_.push_back(r);
+        output.scheduled.push_back({r, num_new});
+        budget -= num_new;
+    }
+}
+
+void Scheduler::update_after_step(const SchedulerOutput& output) {
+    for (const ScheduledRequest& s : output.scheduled) {
+        Request* r = s.request;
+        r->num_computed_tokens += s.num_new_tokens;
+        TACO_CHECK_LE(r->num_computed_tokens, r->num_tokens());
+        kv_cache_.cache_blocks(r->id, r->token_ids, r->num_computed_tokens, r->cache_salt);
+    }
+}
+
+void Scheduler::finish_request(RequestId id, RequestStatus status) {
+    TACO_CHECK(is_finished(status));
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return;
+    Request* r = it->second.get();
+    running_.erase(std::remove(running_.begin(), running_.end(), r), running_.end());
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), r), waiting_.end());
+    kv_cache_.free(id);
+    r->status = status;
+    requests_.erase(it);
+}
+
+}  // namespace taco

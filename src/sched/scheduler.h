@@ -1,0 +1,81 @@
+// Scheduler: one token budget per step, no prefill or decode phases (ARCHITECTURE.md, "Scheduler"). Every step
+// each running request gets a number of tokens to compute so that num_computed_tokens catches up with
+// num_tokens; prefill, chunked prefill, prefix-cache hits and decode all fall out of that. Running requests are
+// served first, then waiting ones are admitted first come first served. When the KV cache has no blocks left,
+// the newest running request is preempted (its blocks freed, to be recomputed later) -- a request never fails
+// for lack of memory that will free up. Pure CPU logic: no tensors, no model.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/kv_cache_manager.h"
+#include "core/status.h"
+#include "sched/request.h"
+
+namespace taco {
+
+struct SchedulerConfig {
+    int64_t max_num_batched_tokens = 8192;  // tokens computed per step, all requests together
+    int64_t max_num_seqs = 256;             // requests running at once
+    int64_t max_model_len = 0;              // prompt + output tokens per request
+    bool enable_chunked_prefill = true;     // off: a prompt is computed in one step or waits
+    Status validate() const;
+};
+
+struct ScheduledRequest {
+    Request* request = nullptr;
+    int64_t num_new_tokens = 0;  // tokens [num_computed_tokens, num_computed_tokens + num_new_tokens) this step
+    // True when those tokens catch the request up, so its last one yields logits to sample from.
+    bool samples() const { return request->num_computed_tokens + num_new_tokens == request->num_tokens(); }
+};
+
+struct SchedulerOutput {
+    std::vector<ScheduledRequest> scheduled;  // in batch order
+    std::vector<BlockCopy> copies;            // to run before the forward pass
+    std::vector<RequestId> preempted;         // preempted during this step's scheduling
+    int64_t num_batched_tokens = 0;
+    bool empty() const { return scheduled.empty(); }
+};
+
+class Scheduler {
+public:
+    Scheduler(const SchedulerConfig& config, KvCacheManager& kv_cache);
+
+    // Queues a request (status kWaiting). Errors: a prompt that is empty or longer than max_model_len allows.
+    Status add_request(std::unique_ptr<Request> request);
+    // Adds a request that shares `parent`'s blocks (fork, copy-on-write) and runs right after it: the n > 1
+    // samples of one prompt. `child` has the parent's tokens and num_computed_tokens.
+    void add_forked(RequestId parent, std::unique_ptr<Request> child);
+
+    SchedulerOutput schedule();
+    // After the forward pass of `output`: advances num_computed_tokens and publishes full blocks to the prefix
+    // cache. Sampled tokens are appended to the requests by the caller, before or after this call.
+    void update_after_step(const SchedulerOutput& output);
+
+    // Ends a request (stop, length or abort) and frees its blocks; unknown or already finished ids are ignored.
+    // The request object is released (the caller must not keep pointers to it).
+    void finish_request(RequestId id, RequestStatus status);
+
+    Request* find(RequestId id);
+    int64_t num_running() const { return int64_t(running_.size()); }
+    int64_t num_waiting() const { return int64_t(waiting_.size()); }
+    int64_t num_preemptions() const { return num_preemptions_; }
+    bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+
+private:
+    bool preempt_newest_running(Request* keep);
+    void admit_waiting(SchedulerOutput& output, int64_t& budget);
+
+    SchedulerConfig config_;
+    KvCacheManager& kv_cache_;
+    std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+    std::vector<Request*> running_;  // admission order (oldest first)
+    std::deque<Request*> waiting_;   // FCFS; preempted requests go back to the front
+    int64_t num_preemptions_ = 0;
+};
+
+}  // namespace taco
