@@ -20,7 +20,10 @@ Status at_line(const Status& status, int line) {
     return Status::error(fmt::format("line {}: {}", line, m));
 }
 
-Value make_loop(size_t index, size_t length, const std::vector<Value>& items) {
+// loop.changed(...) compares with the values of its previous call in the same loop.
+using ChangedState = std::shared_ptr<std::optional<std::vector<Value>>>;
+
+Value make_loop(size_t index, size_t length, const std::vector<Value>& items, const ChangedState& changed) {
     ValueDict d;
     auto set = [&](const char* key, Value v) { d.entries.emplace_back(Value::string(key), std::move(v)); };
     int64_t i = static_cast<int64_t>(index);
@@ -39,6 +42,13 @@ Value make_loop(size_t index, size_t length, const std::vector<Value>& items) {
     set("cycle", Value::callable("cycle", [index](CallArgs& args, Evaluator&) -> Result<Value> {
             if (args.positional.empty()) return Status::error("no items for cycling given");
             return args.positional[index % args.positional.size()];
+        }));
+    set("changed", Value::callable("changed", [changed](CallArgs& args, Evaluator&) -> Result<Value> {
+            bool differs = !changed->has_value() || (*changed)->size() != args.positional.size();
+            for (size_t i = 0; !differs && i < args.positional.size(); ++i)
+                differs = !values_equal((**changed)[i], args.positional[i]);
+            if (differs) *changed = args.positional;
+            return Value::boolean(differs);
         }));
     return Value::dict(std::move(d));
 }
@@ -226,10 +236,11 @@ Result<Evaluator::Flow> Evaluator::render_for(const Stmt& stmt, const std::share
     }
     // jinja2 runs the else block unless some iteration ran its body to the end (no break/continue out of it).
     bool run_else = true;
+    auto changed = std::make_shared<std::optional<std::vector<Value>>>();
     for (size_t i = 0; i < items.size(); ++i) {
         TACO_RETURN_IF_ERROR(count_step());
         auto inner = std::make_shared<Frame>(frame);
-        inner->set("loop", make_loop(i, items.size(), items));
+        inner->set("loop", make_loop(i, items.size(), items, changed));
         TACO_RETURN_IF_ERROR(bind_targets(*inner, items[i]));
         TACO_ASSIGN_OR_RETURN(Flow flow, render_body(stmt.body, inner, out));
         if (flow == Flow::kBreak) break;

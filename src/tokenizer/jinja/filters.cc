@@ -21,7 +21,7 @@ const std::set<std::string>& filter_names() {
         "escape",  "first",  "float",      "forceescape", "format",  "indent",    "int",     "items",    "join",
         "last",    "length", "list",       "lower",      "map",      "max",       "min",     "reject",   "rejectattr",
         "replace", "reverse", "round",     "safe",       "select",   "selectattr", "sort",   "string",   "sum",
-        "title",   "tojson", "trim",       "unique",     "upper",    "wordcount"};
+        "title",   "tojson", "trim",       "unique",     "upper",    "wordcount", "truncate", "attr"};
     return kNames;
 }
 
@@ -361,6 +361,34 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
         return Value::string(std::move(s));
     }
     if (name == "indent") return indent_filter(value, args);
+    if (name == "truncate") {
+        TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"length", "killwords", "end", "leeway"}, 0, name));
+        int64_t length = a.has(0) ? a.get(0).as_int() : 255;
+        bool killwords = a.has(1) && a.get(1).truthy();
+        std::string end = a.has(2) ? a.get(2).str() : "...";
+        int64_t leeway = a.has(3) && !a.get(3).is_none() ? a.get(3).as_int() : 5;
+        auto cps = to_code_points(value.str());
+        int64_t end_len = static_cast<int64_t>(code_point_count(end));
+        if (length < end_len) return error("expected length >= {}, got {}", end_len, length);
+        if (leeway < 0) return error("expected leeway >= 0, got {}", leeway);
+        if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::string(value.str());
+        std::string head = from_code_points(std::vector<char32_t>(cps.begin(), cps.begin() + (length - end_len)));
+        if (!killwords) {
+            size_t space = head.rfind(' ');
+            if (space != std::string::npos) head.resize(space);
+        }
+        return Value::string(head + end);
+    }
+    if (name == "attr") {
+        TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"name"}, 1, name));
+        std::string attribute = a.get(0).str();
+        // Python attributes only (methods): unlike `.`, the attr filter never falls back to item lookup.
+        bool is_method = (value.is_string() && is_string_method(attribute)) ||
+                         (value.is_dict() && (is_dict_method(attribute) || is_unsafe_method(value, attribute))) ||
+                         (value.is_sequence() && (is_list_method(attribute) || is_unsafe_method(value, attribute)));
+        if (is_method || value.is_namespace()) return ev.get_attribute(value, attribute);
+        return Value::undefined(attribute, fmt::format("'{}' object has no attribute '{}'", value.type_name(), attribute));
+    }
     if (name == "join") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"d", "attribute"}, 0, name));
         TACO_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));

@@ -79,6 +79,111 @@ Result<std::string> format_one(const Value& v, char conv, const std::string& fla
     return body;
 }
 
+// Python's format-spec mini-language: [[fill]align][sign][0][width][,][.precision][type] for s d f e g % x o b.
+Result<std::string> apply_format_spec(const Value& v, const std::string& spec) {
+    if (spec.empty()) return v.str();
+    std::vector<char32_t> cps = to_code_points(spec);
+    size_t i = 0;
+    std::string fill = " ";
+    char align = '\0';
+    auto is_align = [](char32_t c) { return c == '<' || c == '>' || c == '^' || c == '='; };
+    if (cps.size() >= 2 && is_align(cps[1])) {
+        fill.clear();
+        append_utf8(cps[0], fill);
+        align = static_cast<char>(cps[1]);
+        i = 2;
+    } else if (!cps.empty() && is_align(cps[0])) {
+        align = static_cast<char>(cps[0]);
+        i = 1;
+    }
+    char sign = '-';
+    if (i < cps.size() && (cps[i] == '+' || cps[i] == '-' || cps[i] == ' ')) sign = static_cast<char>(cps[i++]);
+    if (i < cps.size() && cps[i] == '0') {
+        if (!align) {
+            fill = "0";
+            align = '=';
+        }
+        ++i;
+    }
+    int width = 0;
+    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') width = std::min(width * 10 + static_cast<int>(cps[i++] - '0'), 100000);
+    bool grouping = false;
+    if (i < cps.size() && (cps[i] == ',' || cps[i] == '_')) {
+        grouping = true;
+        ++i;
+    }
+    int precision = -1;
+    if (i < cps.size() && cps[i] == '.') {
+        precision = 0;
+        ++i;
+        while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') precision = std::min(precision * 10 + static_cast<int>(cps[i++] - '0'), 400);
+    }
+    char type = i < cps.size() ? static_cast<char>(cps[i++]) : '\0';
+    if (i != cps.size() || grouping) return error("unsupported format spec '{}'", spec);
+    std::string body;
+    bool numeric = v.is_number();
+    if (v.is_string() || (!numeric && (type == '\0' || type == 's'))) {
+        if (type != '\0' && type != 's') return error("Unknown format code '{}' for object of type 'str'", std::string(1, type));
+        if (sign != '-' || align == '=') return Status::error("Sign not allowed in string format specifier");
+        body = v.str();
+        if (precision >= 0) {
+            auto b = to_code_points(body);
+            if (static_cast<int>(b.size()) > precision) b.resize(static_cast<size_t>(precision));
+            body = from_code_points(b);
+        }
+        numeric = false;
+    } else if (!numeric) {
+        return error("unsupported format string passed to {}.__format__", v.type_name());
+    } else if (type == '\0' && !v.is_float() && precision < 0) {
+        body = std::to_string(v.as_int());
+    } else if (type == '\0' && v.is_float() && precision < 0) {
+        body = v.repr();
+    } else {
+        if (type == '\0') type = 'g';
+        if ((type == 'd' || type == 'x' || type == 'X' || type == 'o' || type == 'b') && v.is_float())
+            return error("Unknown format code '{}' for object of type 'float'", std::string(1, type));
+        int64_t iv = v.as_int();
+        switch (type) {
+            case 'd': body = std::to_string(iv); break;
+            case 'x': body = fmt::format("{:x}", iv); break;
+            case 'X': body = fmt::format("{:X}", iv); break;
+            case 'o': body = fmt::format("{:o}", iv); break;
+            case 'b': body = fmt::format("{:b}", iv); break;
+            case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case '%': {
+                double d = v.as_double() * (type == '%' ? 100.0 : 1.0);
+                char conv = type == '%' ? 'f' : type;
+                std::string f = fmt::format("%.{}{}", precision < 0 ? 6 : precision, conv);
+                char buf[512];
+                std::snprintf(buf, sizeof(buf), f.c_str(), d);
+                body = buf;
+                if (type == '%') body += '%';
+                break;
+            }
+            default:
+                return error("Unknown format code '{}'", std::string(1, type));
+        }
+    }
+    if (numeric && sign != '-' && !body.empty() && body[0] != '-') body = std::string(1, sign) + body;
+    if (!align) align = numeric ? '>' : '<';
+    int len = static_cast<int>(code_point_count(body));
+    if (width <= len) return body;
+    int pad = width - len;
+    auto repeat = [&](int n) {
+        std::string r;
+        for (int k = 0; k < n; ++k) r += fill;
+        return r;
+    };
+    switch (align) {
+        case '<': return body + repeat(pad);
+        case '>': return repeat(pad) + body;
+        case '^': return repeat(pad / 2) + body + repeat(pad - pad / 2);
+        default: {
+            size_t sign_len = (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) ? 1 : 0;
+            return body.substr(0, sign_len) + repeat(pad) + body.substr(sign_len);
+        }
+    }
+}
+
 }  // namespace
 
 Result<std::string> percent_format(const std::string& fmt, const Value& args) {
@@ -164,13 +269,18 @@ Result<std::string> brace_format(const std::string& fmt, const CallArgs& args) {
         if (close == std::string::npos) return Status::error("Single '{' encountered in format string");
         std::string field = fmt.substr(i + 1, close - i - 1);
         i = close;
-        char conversion = 's';
+        char conversion = '\0';
+        std::string spec;
+        size_t colon = field.find(':');
+        if (colon != std::string::npos) {
+            spec = field.substr(colon + 1);
+            field = field.substr(0, colon);
+        }
         size_t bang = field.find('!');
         if (bang != std::string::npos) {
             conversion = bang + 1 < field.size() ? field[bang + 1] : 's';
             field = field.substr(0, bang);
         }
-        if (field.find(':') != std::string::npos) return Status::error("format specs in str.format are not supported");
         const Value* value = nullptr;
         if (field.empty()) {
             if (auto_index >= args.positional.size()) return Status::error("Replacement index out of range");
@@ -184,7 +294,11 @@ Result<std::string> brace_format(const std::string& fmt, const CallArgs& args) {
                 if (k == field) value = &v;
             if (!value) return error("KeyError: '{}'", field);
         }
-        out += conversion == 'r' ? value->repr() : value->str();
+        Value converted = conversion == 'r' ? Value::string(value->repr())
+                          : conversion == 's' ? Value::string(value->str())
+                                              : *value;
+        TACO_ASSIGN_OR_RETURN(std::string piece, apply_format_spec(converted, spec));
+        out += piece;
     }
     return out;
 }
