@@ -16,6 +16,7 @@ void PreTokenizer::pre_tokenize(std::vector<TextPiece>& pieces) const {
             out.push_back(std::move(piece));
             continue;
         }
+        if (piece.text.empty()) continue;  // an empty string has no splits to pre-tokenize
         std::vector<TextPiece> parts;
         split(std::move(piece), parts);
         for (auto& p : parts) {
@@ -112,6 +113,7 @@ protected:
 public:
     bool can_stream() const override { return true; }
     void stream(std::string_view text, size_t original_start, const WordSink& emit) const override {
+        if (text.empty()) return;
         std::string prefixed;
         if (add_prefix_space_ && (text.empty() || text[0] != ' ')) {
             prefixed = " " + std::string(text);
@@ -246,7 +248,7 @@ public:
         return true;
     }
     void stream(std::string_view text, size_t original_start, const WordSink& emit) const override {
-        stream_from(0, text, original_start, emit);
+        if (!text.empty()) stream_from(0, text, original_start, emit);
     }
 
 private:

@@ -216,50 +216,19 @@ std::string normalize(std::string_view s, NormalForm form) {
     return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
 }
 
-namespace {
-bool is_cased(int32_t cp) {
-    auto c = category(cp);
-    return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT;
-}
-bool is_case_ignorable(int32_t cp) {
-    auto c = category(cp);
-    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_ME || c == UTF8PROC_CATEGORY_CF ||
-           c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_SK || cp == '\'' || cp == 0x2019 || cp == '.' ||
-           cp == ':' || cp == 0xB7;
-}
-}  // namespace
 
 std::string to_lower(std::string_view s) {
-    std::u32string cps;
+    std::string out;
+    out.reserve(s.size());
     for (size_t pos = 0; pos < s.size();) {
         size_t len;
         int32_t cp = decode_utf8(s, pos, len);
-        cps.push_back(static_cast<char32_t>(cp < 0 ? 0xFFFD : cp));
         pos += len;
-    }
-    std::string out;
-    out.reserve(s.size());
-    for (size_t i = 0; i < cps.size(); ++i) {
-        auto cp = static_cast<int32_t>(cps[i]);
+        if (cp < 0) cp = 0xFFFD;
         if (cp < 0x80) {
             out.push_back(static_cast<char>(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp));
         } else if (cp == 0x130) {  // the one full lowercase mapping of more than one code point
             out.append("i\xCC\x87");
-        } else if (cp == 0x3A3) {  // final sigma: after a cased letter and not before one
-            bool before = false, after = false;
-            for (size_t j = i; j-- > 0;) {
-                auto c = static_cast<int32_t>(cps[j]);
-                if (is_case_ignorable(c)) continue;
-                before = is_cased(c);
-                break;
-            }
-            for (size_t j = i + 1; j < cps.size(); ++j) {
-                auto c = static_cast<int32_t>(cps[j]);
-                if (is_case_ignorable(c)) continue;
-                after = is_cased(c);
-                break;
-            }
-            append_utf8(out, before && !after ? 0x3C2 : 0x3C3);
         } else {
             append_utf8(out, utf8proc_tolower(cp));
         }

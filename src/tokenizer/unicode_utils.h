@@ -38,6 +38,7 @@ bool is_cjk(int32_t cp);
 
 enum class NormalForm { kNfc, kNfd, kNfkc, kNfkd };
 std::string normalize(std::string_view s, NormalForm form);
-std::string to_lower(std::string_view s);  // Rust str::to_lowercase (full case mapping where utf8proc has it)
+// Per-character lowercase as tokenizers' Lowercase normalizer does (no final-sigma context; U+0130 -> "i\u0307").
+std::string to_lower(std::string_view s);
 
 }  // namespace taco::unicode

@@ -40,7 +40,9 @@ std::unique_ptr<Tokenizer> load(const std::string& name) {
 class IncrementalDetokenizerTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IncrementalDetokenizerTest, PiecesAreValidUtf8AndConcatenateToDecode) {
-    if (GetParam() != "spm_bpe") ASSERT_TRUE(test::require_tokenizer_cache());
+    if (GetParam() != "spm_bpe") {
+        ASSERT_TRUE(test::require_tokenizer_cache());
+    }
     auto tok = load(GetParam());
     ASSERT_TRUE(tok);
     auto lines = test::read_corpus(test::source_path("tests/data/tokenizer/corpus.jsonl"));
@@ -56,7 +58,9 @@ TEST_P(IncrementalDetokenizerTest, PiecesAreValidUtf8AndConcatenateToDecode) {
 }
 
 TEST_P(IncrementalDetokenizerTest, RandomIdsKeepTheInvariant) {
-    if (GetParam() != "spm_bpe") ASSERT_TRUE(test::require_tokenizer_cache());
+    if (GetParam() != "spm_bpe") {
+        ASSERT_TRUE(test::require_tokenizer_cache());
+    }
     auto tok = load(GetParam());
     ASSERT_TRUE(tok);
     std::mt19937 rng(1234);
