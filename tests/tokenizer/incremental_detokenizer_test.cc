@@ -93,7 +93,9 @@ TEST(IncrementalDetokenizer, HoldsBackAPartialCharacterUntilItCompletes) {
     for (size_t i = 0; i < ids->size(); ++i) {
         std::string piece = detok.push((*ids)[i]);
         EXPECT_EQ(piece.find("\xEF\xBF\xBD"), std::string::npos) << "emitted U+FFFD at id " << i;
-        if (i + 1 < ids->size() && i > 0) EXPECT_EQ(piece, "") << "emitted part of the emoji at id " << i;
+        if (i + 1 < ids->size() && i > 0) {
+            EXPECT_EQ(piece, "") << "emitted part of the emoji at id " << i;
+        }
         text += piece;
     }
     text += detok.flush();
