@@ -31,7 +31,7 @@ int64_t derived_max_model_len(const ModelConfig& config) {
 Result<GenerationResult> generate(Decoder& decoder, const std::vector<int32_t>& prompt_ids,
                                   const SamplingParams& params, const GenerateOptions& options) {
     const ModelConfig& config = decoder.config();
-    TACO_RETURN_IF_ERROR(params.validate());
+    TACO_RETURN_IF_ERROR(params.validate(config.vocab_size));
     if (prompt_ids.empty()) return error("the prompt is empty");
     for (size_t i = 0; i < prompt_ids.size(); ++i) {
         if (prompt_ids[i] < 0 || prompt_ids[i] >= config.vocab_size)
@@ -81,7 +81,9 @@ Result<GenerationResult> generate(Decoder& decoder, const std::vector<int32_t>& 
         const int64_t num_generated = int64_t(result.token_ids.size());
         std::vector<int32_t> suppressed;
         if (num_generated < params.min_tokens) suppressed = stop_ids;
-        const int32_t token = sampler.sample(logits.as<float>(), config.vocab_size, suppressed);
+        const SamplingContext context{prompt_ids, result.token_ids, suppressed};
+        const int32_t token =
+            sampler.sample(std::span<float>(logits.as<float>(), size_t(config.vocab_size)), context, nullptr);
         result.token_ids.push_back(token);
         sequence.push_back(token);
         if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {

@@ -4,15 +4,56 @@
 
 namespace taco {
 
-Status SamplingParams::validate() const {
-    if (!(temperature >= 0) || !std::isfinite(temperature))
+namespace {
+
+Status check_logprobs(const char* name, const std::optional<int64_t>& value) {
+    if (value && (*value < 0 || *value > SamplingParams::kMaxLogprobs))
+        return error("{} must be in [0, {}], got {}", name, SamplingParams::kMaxLogprobs, *value);
+    return Status::ok();
+}
+
+}  // namespace
+
+Status SamplingParams::validate(int64_t vocab_size) const {
+    if (n < 1) return error("n must be at least 1, got {}", n);
+    if (best_of && *best_of < n)
+        return error("best_of must be greater than or equal to n, got n={} and best_of={}", n, *best_of);
+    if (!std::isfinite(temperature) || temperature < 0)
         return error("temperature must be a non-negative number, got {}", temperature);
+    if (greedy()) {
+        // vLLM: greedy samples would all be the same sequence.
+        if (n > 1) return error("n must be 1 when using greedy sampling (temperature 0), got {}", n);
+        if (best_of.value_or(n) > 1)
+            return error("best_of must be 1 when using greedy sampling (temperature 0), got {}", *best_of);
+    }
     if (!(top_p > 0 && top_p <= 1)) return error("top_p must be in (0, 1], got {}", top_p);
     if (top_k < -1) return error("top_k must be -1 (off), 0 (off) or positive, got {}", top_k);
+    if (!(min_p >= 0 && min_p <= 1)) return error("min_p must be in [0, 1], got {}", min_p);
+    if (!(presence_penalty >= -2 && presence_penalty <= 2))
+        return error("presence_penalty must be in [-2, 2], got {}", presence_penalty);
+    if (!(frequency_penalty >= -2 && frequency_penalty <= 2))
+        return error("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+    if (!std::isfinite(repetition_penalty) || repetition_penalty <= 0)
+        return error("repetition_penalty must be a finite number greater than zero, got {}", repetition_penalty);
+    for (const auto& [token, bias] : logit_bias) {
+        if (!std::isfinite(bias)) return error("logit_bias for token {} must be a finite number, got {}", token, bias);
+        if (token < 0) return error("logit_bias token id {} is negative", token);
+        if (vocab_size > 0 && token >= vocab_size)
+            return error("logit_bias token id {} is outside the vocabulary [0, {})", token, vocab_size);
+    }
     if (max_tokens < 1) return error("max_tokens must be at least 1, got {}", max_tokens);
     if (min_tokens < 0) return error("min_tokens must be non-negative, got {}", min_tokens);
     if (min_tokens > max_tokens)
         return error("min_tokens ({}) must not exceed max_tokens ({})", min_tokens, max_tokens);
+    for (int32_t token : stop_token_ids) {
+        if (token < 0) return error("stop_token_ids: token id {} is negative", token);
+        if (vocab_size > 0 && token >= vocab_size)
+            return error("stop_token_ids: token id {} is outside the vocabulary [0, {})", token, vocab_size);
+    }
+    for (const std::string& s : stop)
+        if (s.empty()) return error("stop cannot contain an empty string");
+    TACO_RETURN_IF_ERROR(check_logprobs("logprobs", logprobs));
+    TACO_RETURN_IF_ERROR(check_logprobs("prompt_logprobs", prompt_logprobs));
     return Status::ok();
 }
 
