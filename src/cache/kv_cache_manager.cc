@@ -1,6 +1,7 @@
 #include "cache/kv_cache_manager.h"
 
 #include <algorithm>
+#include <deque>
 
 #include "cache/block_allocator.h"
 #include "cache/prefix_cache.h"
@@ -37,7 +38,7 @@ struct KvCacheManager::Impl {
     BlockAllocator host;
     PrefixCache tree;
     std::unordered_map<RequestId, int32_t> slot_of;  // request -> index into states
-    std::vector<RequestState> states;                // slots keep their vectors' capacity when reused
+    std::deque<RequestState> states;  // stable addresses (block_table hands out references); slots are reused
     std::vector<int32_t> free_slots;
     std::vector<int32_t> request_refs;  // [num_device_blocks]: how many requests hold each device block
     int64_t num_used = 0;               // device blocks with request_refs > 0
@@ -121,26 +122,12 @@ struct KvCacheManager::Impl {
             tree.demote(victim, *host_block);
             ++counters.num_demotions;
         } else {
-            drop_subtree(victim);
+            // No host tier, or every host node is pinned by the promotion under way: the victim then has no
+            // children at all (its host children would be unpinned host nodes), so it simply goes.
+            tree.remove(victim);
         }
         TACO_CHECK(device.release(block));
     }
-
-    // Removes `root_node` and its descendants (all on the host: it has no device children), releasing the host
-    // blocks; the caller releases root_node's own block.
-    void drop_subtree(NodeId root_node) {
-        scratch_drop.clear();
-        scratch_drop.push_back(root_node);
-        for (size_t i = 0; i < scratch_drop.size(); ++i)
-            for (NodeId c = tree.node(scratch_drop[i]).first_child; c != kNoNode; c = tree.node(c).next_sibling)
-                scratch_drop.push_back(c);
-        for (size_t i = scratch_drop.size(); i-- > 1;) {  // children before parents
-            TACO_CHECK(host.release(tree.node(scratch_drop[i]).block));
-            tree.remove(scratch_drop[i]);
-        }
-        tree.remove(root_node);
-    }
-    std::vector<NodeId> scratch_drop;
 
     // A free device block with ref count 1, evicting when the free list is empty. The caller checked available().
     BlockId take_device_block() {
@@ -293,8 +280,7 @@ void KvCacheManager::fork(RequestId parent, RequestId child) {
     const RequestState* p = m.find(parent);
     TACO_CHECK_MSG(p == nullptr || m.find(child) == nullptr || m.find(child)->table.empty(),
                    "fork onto request {} that already holds blocks", child);
-    RequestState& c = m.get_or_add(child);  // may move states: look the parent up again
-    p = m.find(parent);
+    RequestState& c = m.get_or_add(child);
     if (p == nullptr) return;
     c.table = p->table;
     c.path = p->path;

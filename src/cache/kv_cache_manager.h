@@ -69,21 +69,26 @@ public:
 
     // Makes room for the request to hold `num_total_tokens` tokens (its computed tokens plus those about to be
     // computed), evicting cached blocks if needed, and copying shared partial blocks it will write into.
-    // Returns false and changes nothing when the device tier cannot provide the blocks.
+    // Returns false and changes nothing when the device tier cannot provide the blocks. Unknown requests are
+    // added. The tokens covered by the request's previous allocations (or its match) count as computed: this
+    // step writes from there on, which decides whether its last, partially filled block must be copied first.
     bool allocate(RequestId request, int64_t num_total_tokens);
 
     // After `num_computed_tokens` of `tokens` have KV in the cache: every full block not yet in the prefix
-    // tree joins it (no-op when prefix caching is off).
+    // tree joins it (no-op when prefix caching is off). When an identical block is already in the tree (another
+    // request computed the same prefix at the same time), the tree keeps its block and this request keeps using
+    // its own; later blocks still join the tree under the shared chain.
     void cache_blocks(RequestId request, std::span<const int32_t> tokens, int64_t num_computed_tokens,
                       uint64_t salt = 0);
 
     // Releases the request's blocks (they stay cached if in the prefix tree). Unknown ids are ignored.
     void free(RequestId request);
 
-    // `child` gets the same block table as `parent`, sharing every block (copy-on-write).
+    // `child` (unknown so far) gets the same block table as `parent`, sharing every block (copy-on-write).
     void fork(RequestId parent, RequestId child);
 
-    // Physical device block ids of the request, logical order. Empty for an unknown request.
+    // Physical device block ids of the request, logical order. Empty for an unknown request. The reference
+    // stays valid until the request is freed.
     const std::vector<BlockId>& block_table(RequestId request) const;
 
     // The copies queued since the last call, in the order they must run.
