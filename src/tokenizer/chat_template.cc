@@ -125,6 +125,10 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
         return Status::error("chat template: tools must be null or a JSON array");
     if (!inputs.extra.is_null() && !inputs.extra.is_object())
         return Status::error("chat template: chat_template_kwargs must be a JSON object");
+    for (const auto* part : {&inputs.messages, &inputs.tools, &inputs.extra}) {
+        if (!jinja::json_depth_within(*part, jinja::kMaxJsonInputDepth))
+            return error("chat template: input JSON nests deeper than {} levels", jinja::kMaxJsonInputDepth);
+    }
     std::vector<std::pair<std::string, Value>> context;
     context.emplace_back("messages", Value::from_json(inputs.messages));
     context.emplace_back("tools", Value::from_json(inputs.tools));

@@ -64,6 +64,39 @@ TEST(JinjaErrors, DeepExpressionNestingIsRefused) {
     }
 }
 
+TEST(JinjaErrors, LongOperatorAndFilterChainsAreRefused) {
+    std::string sum = "{{ 1", filters = "{{ 'x'", attrs = "{{ a";
+    for (int i = 0; i < 100000; ++i) {
+        sum += " + 1";
+        filters += "|upper";
+        attrs += ".b";
+    }
+    for (const std::string& source : {sum + " }}", filters + " }}", attrs + " }}"}) {
+        auto result = Template::parse(source);
+        ASSERT_FALSE(result.is_ok());
+        EXPECT_NE(result.status().message().find("too"), std::string::npos) << result.status().message();
+    }
+    std::string ok = "{{ 1";
+    for (int i = 0; i < 200; ++i) ok += " + 1";
+    auto result = render(ok + " }}");
+    ASSERT_TRUE(result.is_ok()) << result.status().message();
+    EXPECT_EQ(*result, "201");
+}
+
+TEST(JinjaErrors, ValuesGrowingThroughANamespaceAreBounded) {
+    auto result = render("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                         "{{ ns.x }}");
+    ASSERT_FALSE(result.is_ok());
+    EXPECT_NE(result.status().message().find("nested"), std::string::npos) << result.status().message();
+}
+
+TEST(JinjaErrors, NamespaceCyclesAreRefused) {
+    auto result = render("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}");
+    EXPECT_FALSE(result.is_ok());
+    result = render("{% set a = namespace() %}{% set b = namespace() %}{% set a.b = [b] %}{% set b.a = a %}{{ a }}");
+    EXPECT_FALSE(result.is_ok());
+}
+
 TEST(JinjaErrors, InfiniteMacroRecursionStops) {
     auto result = render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
     ASSERT_FALSE(result.is_ok());
@@ -140,6 +173,20 @@ TEST(JinjaErrors, MutatedTemplatesNeverCrash) {
 TEST(JinjaErrors, InvalidUtf8IsHandled) {
     auto result = render("{{ '\xff\xfe' ~ messages[0].content|upper }}{{ '\xc3'|length }}{{ '\xe2\x82'[::-1] }}");
     EXPECT_TRUE(result.is_ok()) << result.status().message();
+}
+
+TEST(ChatTemplateErrors, DeeplyNestedInputJsonIsRefused) {
+    auto chat_template = ChatTemplate::from_string("{{ messages }}");
+    ASSERT_TRUE(chat_template.is_ok());
+    std::string deep = "[{\"role\": \"user\", \"content\": ";
+    for (int i = 0; i < 5000; ++i) deep += "[";
+    for (int i = 0; i < 5000; ++i) deep += "]";
+    deep += "}]";
+    ChatTemplateInputs inputs;
+    inputs.messages = nlohmann::ordered_json::parse(deep);
+    auto out = chat_template->render(inputs);
+    ASSERT_FALSE(out.is_ok());
+    EXPECT_NE(out.status().message().find("deeper"), std::string::npos) << out.status().message();
 }
 
 TEST(ChatTemplateErrors, BadInputsAreStatuses) {

@@ -39,6 +39,7 @@ struct Expr {
     std::string name;
     std::vector<std::string> ops;
     bool negated = false;
+    int depth = 1;  // height of this subtree, bounded by the parser so evaluation and destruction recurse safely
     std::vector<ExprPtr> children;
     std::vector<std::pair<std::string, ExprPtr>> keyword;
 };

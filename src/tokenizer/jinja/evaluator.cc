@@ -12,6 +12,7 @@ namespace taco::jinja {
 namespace {
 
 constexpr int kMaxEvalDepth = 400;
+constexpr int kMaxValueDepth = 256;
 
 Status at_line(const Status& status, int line) {
     if (status.is_ok()) return status;
@@ -190,9 +191,13 @@ Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shar
 }
 
 Status Evaluator::render_set(const Stmt& stmt, const std::shared_ptr<Frame>& frame, const Value& value) {
+    // Values persist across loop iterations only through namespaces; bounding depth there bounds every value.
+    if (value.depth() > kMaxValueDepth) return Status::error("value nested too deeply");
     if (!stmt.attr_target.empty()) {
         const Value* target = frame->lookup(stmt.targets[0]);
         if (!target || !target->is_namespace()) return Status::error("cannot assign attribute on non-namespace object");
+        if (value.contains_namespace())
+            return Status::error("storing a namespace inside a namespace is not supported");
         target->namespace_dict().set(Value::string(stmt.attr_target), value);
         return Status::ok();
     }

@@ -15,6 +15,8 @@ namespace {
 
 // Deeper nesting than this is refused instead of risking the C++ stack (jinja2 would hit Python's limit).
 constexpr int kMaxNesting = 200;
+// Longest chain of operators/filters/postfix operations in one expression (a+b+c+..., x|f|g|..., a.b.c...).
+constexpr int kMaxExprDepth = 300;
 
 class Parser {
 public:
@@ -310,6 +312,18 @@ private:
 
     // ---- expressions ----
 
+    // Records the subtree height of a freshly built node (children already have theirs) and refuses too-deep trees.
+    Status fix_depth(Expr& node) {
+        int depth = 0;
+        for (const auto& child : node.children)
+            if (child) depth = std::max(depth, child->depth);
+        for (const auto& [key, child] : node.keyword)
+            if (child) depth = std::max(depth, child->depth);
+        node.depth = depth + 1;
+        if (node.depth > kMaxExprDepth) return fail("expression too deeply nested or too long a chain");
+        return Status::ok();
+    }
+
     ExprPtr make_expr(ExprKind kind, int line) {
         auto e = std::make_unique<Expr>();
         e->kind = kind;
@@ -340,6 +354,7 @@ private:
             TACO_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(with_condexpr));
             tuple->children.push_back(std::move(item));
         }
+        TACO_RETURN_IF_ERROR(fix_depth(*tuple));
         return tuple;
     }
 
@@ -372,6 +387,7 @@ private:
             node->children.push_back(std::move(expr));
             node->children.push_back(std::move(cond));
             node->children.push_back(std::move(otherwise));
+            TACO_RETURN_IF_ERROR(fix_depth(*node));
             expr = std::move(node);
         }
         return expr;
@@ -382,7 +398,7 @@ private:
         TACO_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
         while (skip_name("or")) {
             TACO_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-            left = binary("or", std::move(left), std::move(right), line);
+            TACO_ASSIGN_OR_RETURN(left, binary("or", std::move(left), std::move(right), line));
         }
         return left;
     }
@@ -392,7 +408,7 @@ private:
         TACO_ASSIGN_OR_RETURN(ExprPtr left, parse_not());
         while (skip_name("and")) {
             TACO_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
-            left = binary("and", std::move(left), std::move(right), line);
+            TACO_ASSIGN_OR_RETURN(left, binary("and", std::move(left), std::move(right), line));
         }
         return left;
     }
@@ -407,16 +423,18 @@ private:
             --depth_;
             if (!operand.is_ok()) return operand.status();
             node->children.push_back(std::move(operand).value());
+            TACO_RETURN_IF_ERROR(fix_depth(*node));
             return node;
         }
         return parse_compare();
     }
 
-    ExprPtr binary(const char* op, ExprPtr left, ExprPtr right, int line) {
+    Result<ExprPtr> binary(const char* op, ExprPtr left, ExprPtr right, int line) {
         auto node = make_expr(ExprKind::kBinary, line);
         node->name = op;
         node->children.push_back(std::move(left));
         node->children.push_back(std::move(right));
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
         return node;
     }
 
@@ -448,7 +466,9 @@ private:
             node->ops.push_back(op);
             node->children.push_back(std::move(operand));
         }
-        return node ? std::move(node) : std::move(first);
+        if (!node) return first;
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
+        return node;
     }
 
     Result<ExprPtr> parse_math1() {
@@ -458,7 +478,7 @@ private:
             std::string op = current().value;
             advance();
             TACO_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
-            left = binary(op == "+" ? "+" : "-", std::move(left), std::move(right), line);
+            TACO_ASSIGN_OR_RETURN(left, binary(op == "+" ? "+" : "-", std::move(left), std::move(right), line));
         }
         return left;
     }
@@ -473,6 +493,7 @@ private:
             TACO_ASSIGN_OR_RETURN(ExprPtr next, parse_math2());
             node->children.push_back(std::move(next));
         }
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
         return node;
     }
 
@@ -487,6 +508,7 @@ private:
             node->name = op;
             node->children.push_back(std::move(left));
             node->children.push_back(std::move(right));
+            TACO_RETURN_IF_ERROR(fix_depth(*node));
             left = std::move(node);
         }
         return left;
@@ -497,7 +519,7 @@ private:
         TACO_ASSIGN_OR_RETURN(ExprPtr left, parse_unary(true));
         while (skip_op("**")) {
             TACO_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
-            left = binary("**", std::move(left), std::move(right), line);
+            TACO_ASSIGN_OR_RETURN(left, binary("**", std::move(left), std::move(right), line));
         }
         return left;
     }
@@ -514,6 +536,7 @@ private:
             auto operand = parse_unary(false);
             if (!operand.is_ok()) return operand.status();
             node->children.push_back(std::move(operand).value());
+            TACO_RETURN_IF_ERROR(fix_depth(*node));
         } else {
             auto primary = parse_primary();
             if (!primary.is_ok()) return primary.status();
@@ -585,6 +608,7 @@ private:
                             TACO_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(true));
                             tuple->children.push_back(std::move(item));
                         }
+                        TACO_RETURN_IF_ERROR(fix_depth(*tuple));
                         inner = std::move(tuple);
                     }
                     TACO_RETURN_IF_ERROR(expect_op(")"));
@@ -600,6 +624,7 @@ private:
                         list->children.push_back(std::move(item));
                     }
                     advance();
+                    TACO_RETURN_IF_ERROR(fix_depth(*list));
                     return list;
                 }
                 if (tok.value == "{") {
@@ -615,6 +640,7 @@ private:
                         dict->children.push_back(std::move(value));
                     }
                     advance();
+                    TACO_RETURN_IF_ERROR(fix_depth(*dict));
                     return dict;
                 }
                 break;
@@ -632,6 +658,7 @@ private:
                     auto attr = make_expr(ExprKind::kGetattr, line);
                     attr->name = current().value;
                     attr->children.push_back(std::move(node));
+                    TACO_RETURN_IF_ERROR(fix_depth(*attr));
                     node = std::move(attr);
                     advance();
                 } else if (current().type == TokenType::kInteger) {
@@ -640,6 +667,7 @@ private:
                     key->literal = Value::integer(std::strtoll(current().value.c_str(), nullptr, 10));
                     item->children.push_back(std::move(node));
                     item->children.push_back(std::move(key));
+                    TACO_RETURN_IF_ERROR(fix_depth(*item));
                     node = std::move(item);
                     advance();
                 } else {
@@ -684,11 +712,13 @@ private:
             auto node = make_expr(ExprKind::kGetitem, line);
             node->children.push_back(std::move(object));
             node->children.push_back(std::move(parts[0]));
+            TACO_RETURN_IF_ERROR(fix_depth(*node));
             return node;
         }
         auto node = make_expr(ExprKind::kSlice, line);
         node->children.push_back(std::move(object));
         for (auto& p : parts) node->children.push_back(std::move(p));
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
         return node;
     }
 
@@ -720,6 +750,7 @@ private:
         auto node = make_expr(ExprKind::kCall, current().line);
         node->children.push_back(std::move(callee));
         TACO_RETURN_IF_ERROR(parse_call_args(*node));
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
         return node;
     }
 
@@ -744,6 +775,7 @@ private:
         if (!is_known_filter(node->name)) note_unknown(fmt::format("no filter named '{}'", node->name));
         node->children.push_back(std::move(value));
         if (is_op("(")) TACO_RETURN_IF_ERROR(parse_call_args(*node));
+        TACO_RETURN_IF_ERROR(fix_depth(*node));
         return node;
     }
 
@@ -774,6 +806,7 @@ private:
                     TACO_ASSIGN_OR_RETURN(arg, parse_postfix(std::move(arg)));
                     test->children.push_back(std::move(arg));
                 }
+                TACO_RETURN_IF_ERROR(fix_depth(*test));
                 node = std::move(test);
             } else if (is_op("(")) {
                 TACO_ASSIGN_OR_RETURN(node, parse_call(std::move(node)));

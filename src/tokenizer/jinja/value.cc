@@ -66,6 +66,7 @@ Value Value::list(std::vector<Value> items) {
     Value v;
     v.kind_ = ValueKind::kList;
     v.list_ = std::make_shared<const std::vector<Value>>(std::move(items));
+    v.compute_depth();
     return v;
 }
 
@@ -79,13 +80,43 @@ Value Value::dict(ValueDict d) {
     Value v;
     v.kind_ = ValueKind::kDict;
     v.dict_ = std::make_shared<ValueDict>(std::move(d));
+    v.compute_depth();
     return v;
 }
 
 Value Value::make_namespace(ValueDict d) {
     Value v = dict(std::move(d));
     v.kind_ = ValueKind::kNamespace;
+    v.depth_ = 1;
     return v;
+}
+
+void Value::compute_depth() {
+    int deepest = 0;
+    if (list_)
+        for (const Value& item : *list_) deepest = std::max(deepest, item.depth_);
+    if (dict_)
+        for (const auto& [k, item] : dict_->entries) deepest = std::max({deepest, k.depth_, item.depth_});
+    depth_ = deepest + 1;
+}
+
+bool Value::contains_namespace() const {
+    if (is_namespace()) return true;
+    if (is_sequence())
+        for (const Value& item : *list_)
+            if (item.contains_namespace()) return true;
+    if (is_dict())
+        for (const auto& [k, item] : dict_->entries)
+            if (item.contains_namespace()) return true;
+    return false;
+}
+
+bool json_depth_within(const nlohmann::ordered_json& j, int max_depth) {
+    if (!j.is_array() && !j.is_object()) return true;
+    if (max_depth <= 0) return false;
+    for (const auto& item : j)
+        if (!json_depth_within(item, max_depth - 1)) return false;
+    return true;
 }
 
 Value Value::callable(std::string name, NativeFunction fn) {

@@ -47,9 +47,14 @@ public:
     static Value dict(ValueDict d);
     static Value make_namespace(ValueDict d);
     static Value callable(std::string name, NativeFunction fn);
+    // Precondition: j nests at most kMaxJsonInputDepth levels (check with json_depth_within first).
     static Value from_json(const nlohmann::ordered_json& j);
 
     ValueKind kind() const { return kind_; }
+    // Nesting height: 1 for scalars and namespaces, 1 + deepest item for lists, tuples and dicts.
+    int depth() const { return depth_; }
+    // Whether this value is or contains a namespace (namespaces may not nest: no reference cycles).
+    bool contains_namespace() const;
     bool is_undefined() const { return kind_ == ValueKind::kUndefined; }
     bool is_none() const { return kind_ == ValueKind::kNone; }
     bool is_bool() const { return kind_ == ValueKind::kBool; }
@@ -99,7 +104,10 @@ private:
     static const std::string& empty_string();
     Status dump_json(const JsonOptions& options, int depth, std::string& out) const;
 
+    void compute_depth();
+
     ValueKind kind_ = ValueKind::kUndefined;
+    int depth_ = 1;
     bool b_ = false;
     int64_t i_ = 0;
     double f_ = 0.0;
@@ -118,6 +126,10 @@ struct ValueDict {
     const Value* find(const std::string& key) const;
     void set(const Value& key, Value value);  // replaces in place or appends
 };
+
+constexpr int kMaxJsonInputDepth = 256;
+// Whether j nests at most max_depth levels of arrays/objects.
+bool json_depth_within(const nlohmann::ordered_json& j, int max_depth);
 
 // Python ==, with int/float/bool compared numerically and containers element-wise.
 bool values_equal(const Value& a, const Value& b);
