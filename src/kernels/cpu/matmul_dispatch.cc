@@ -1,5 +1,6 @@
 // Picks the matmul path once per process: the widest ISA the CPU has, or the one TACO_CPU_ISA names.
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "core/check.h"
@@ -10,12 +11,12 @@ namespace taco::cpu {
 CpuIsa choose_matmul_isa(const char* forced) {
     if (forced != nullptr && *forced != '\0') {
         const std::string_view name(forced);
-        for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
-            if (name != cpu_isa_name(isa)) continue;
-            TACO_CHECK_MSG(cpu_supports(isa), "TACO_CPU_ISA={} but this CPU does not support {}", name, name);
-            return isa;
-        }
-        TACO_CHECK_MSG(false, "TACO_CPU_ISA={} is not one of scalar, avx2, avx512", name);
+        std::optional<CpuIsa> named;
+        for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512})
+            if (name == cpu_isa_name(isa)) named = isa;
+        TACO_CHECK_MSG(named.has_value(), "TACO_CPU_ISA={} is not one of scalar, avx2, avx512", name);
+        TACO_CHECK_MSG(cpu_supports(*named), "TACO_CPU_ISA={} but this CPU does not support {}", name, name);
+        return *named;
     }
     if (cpu_supports(CpuIsa::kAvx512)) return CpuIsa::kAvx512;
     if (cpu_supports(CpuIsa::kAvx2)) return CpuIsa::kAvx2;
