@@ -85,10 +85,10 @@ NodeId PrefixCache::get_or_add_root(uint64_t salt) {
 NodeId PrefixCache::find_child(NodeId parent, std::span<const int32_t> block_tokens) const {
     TACO_CHECK_EQ(int64_t(block_tokens.size()), block_size_);
     const uint64_t key = hash_fn_(block_tokens, node(parent).key);
-    auto it = children_.find(ChildKey{parent, key});
-    if (it == children_.end()) return kNoNode;
-    const std::span<const int32_t> cached = tokens(it->second);
-    return std::equal(cached.begin(), cached.end(), block_tokens.begin()) ? it->second : kNoNode;
+    const NodeId child = children_.find(parent, key);
+    if (child == kNoNode) return kNoNode;
+    const std::span<const int32_t> cached = tokens(child);
+    return std::equal(cached.begin(), cached.end(), block_tokens.begin()) ? child : kNoNode;
 }
 
 void PrefixCache::match(uint64_t salt, std::span<const int32_t> tokens, int64_t max_blocks,
@@ -114,7 +114,7 @@ void PrefixCache::link_child(NodeId parent, NodeId child) {
     p.first_child = child;
     ++p.num_children;
     if (c.tier == Tier::kDevice) ++p.num_device_children;
-    children_.emplace(ChildKey{parent, c.key}, child);
+    children_.insert(parent, c.key, child);
 }
 
 void PrefixCache::unlink_child(NodeId child) {
@@ -125,7 +125,7 @@ void PrefixCache::unlink_child(NodeId child) {
     if (c.next_sibling != kNoNode) at(c.next_sibling).prev_sibling = c.prev_sibling;
     --p.num_children;
     if (c.tier == Tier::kDevice) --p.num_device_children;
-    children_.erase(ChildKey{c.parent, c.key});
+    children_.erase(c.parent, c.key);
     c.parent = c.prev_sibling = c.next_sibling = kNoNode;
 }
 
@@ -136,11 +136,10 @@ PrefixCache::InsertResult PrefixCache::insert(NodeId parent, std::span<const int
     TACO_CHECK_MSG(p.is_root || (p.tier == Tier::kDevice && p.lock_count > 0),
                    "insert under node {} that is not a root or a locked device node", parent);
     const uint64_t key = hash_fn_(block_tokens, p.key);
-    auto it = children_.find(ChildKey{parent, key});
-    if (it != children_.end()) {
-        const std::span<const int32_t> cached = tokens(it->second);
-        if (std::equal(cached.begin(), cached.end(), block_tokens.begin()))
-            return {InsertOutcome::kExisting, it->second};
+    const NodeId existing = children_.find(parent, key);
+    if (existing != kNoNode) {
+        const std::span<const int32_t> cached = tokens(existing);
+        if (std::equal(cached.begin(), cached.end(), block_tokens.begin())) return {InsertOutcome::kExisting, existing};
         return {InsertOutcome::kCollision, kNoNode};
     }
     const NodeId id = new_node();
@@ -300,8 +299,7 @@ void PrefixCache::validate() const {
         for (NodeId c = n.first_child; c != kNoNode; c = node(c).next_sibling) {
             const Node& child = node(c);
             TACO_CHECK(child.parent == id && child.prev_sibling == prev && !child.is_root);
-            auto it = children_.find(ChildKey{id, child.key});
-            TACO_CHECK(it != children_.end() && it->second == c);
+            TACO_CHECK_EQ(children_.find(id, child.key), c);
             ++num_children;
             if (child.tier == Tier::kDevice) ++num_device_children;
             children_locks += child.lock_count;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cache/block.h"
+#include "cache/child_index.h"
 
 namespace taco {
 
@@ -121,14 +122,6 @@ public:
     void validate() const;
 
 private:
-    struct ChildKey {
-        NodeId parent;
-        uint64_t key;
-        bool operator==(const ChildKey&) const = default;
-    };
-    struct ChildKeyHash {
-        size_t operator()(const ChildKey& k) const { return k.key ^ (uint64_t(uint32_t(k.parent)) * 0x9E3779B97F4A7C15ull); }
-    };
     struct LruList {
         NodeId head = kNoNode;
         NodeId tail = kNoNode;
@@ -150,7 +143,7 @@ private:
     std::vector<Node> nodes_;
     std::vector<int32_t> tokens_;  // [nodes_.size(), block_size]
     std::vector<NodeId> free_nodes_;
-    std::unordered_map<ChildKey, NodeId, ChildKeyHash> children_;
+    ChildIndex children_;  // (parent, key) -> child
     std::unordered_map<uint64_t, NodeId> roots_;  // salt -> root
     LruList device_lru_;
     LruList host_lru_;
