@@ -21,6 +21,7 @@ constexpr int kMaxMr = 2;
 constexpr int kMaxNr = 3;
 // GEMV (one x row): 4 weight rows in flight, 8 accumulators.
 constexpr int kGemvNr = 4;
+// Bytes ahead of the current position each weight row is prefetched when the weights stream (small M).
 constexpr int64_t kPrefetchBytes = 1024;
 
 template <DType W>
@@ -79,9 +80,11 @@ void tile_kernel(const MatmulArgs& a, int64_t m0, int64_t n0) {
         }
     };
 
+    // Weights read once (no second M tile reuses them) stream from DRAM: prefetch them ahead.
+    const bool stream_weights = a.m <= kMaxMr;
     int64_t i = 0;
     for (; i + kLanes <= k; i += kLanes) {
-        if constexpr (MR == 1)
+        if (stream_weights)
             for (int n = 0; n < NR; ++n)
                 _mm_prefetch(reinterpret_cast<const char*>(w[n] + i) + kPrefetchBytes, _MM_HINT_T0);
         step(x, w, i);

@@ -27,7 +27,7 @@ constexpr int kMaxMr = 6;
 constexpr int kMaxNr = 4;
 // GEMV (one x row): more weight rows in flight, to keep enough memory requests outstanding.
 constexpr int kGemvNr = 8;
-// Bytes ahead of the current position each weight row is prefetched on the GEMV path.
+// Bytes ahead of the current position each weight row is prefetched when the weights stream (small M).
 constexpr int64_t kPrefetchBytes = 1024;
 
 template <DType W>
@@ -82,11 +82,13 @@ void tile_kernel(const MatmulArgs& a, int64_t m0, int64_t n0) {
     for (int m = 0; m < MR; ++m)
         for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
 
+    // Weights read once (no second M tile reuses them) stream from DRAM: prefetch them ahead.
+    const bool stream_weights = a.m <= kMaxMr;
     int64_t i = 0;
     for (; i + kLanes <= k; i += kLanes) {
         __m512 wv[NR];
         for (int n = 0; n < NR; ++n) {
-            if constexpr (MR == 1) _mm_prefetch(reinterpret_cast<const char*>(w[n] + i) + kPrefetchBytes, _MM_HINT_T0);
+            if (stream_weights) _mm_prefetch(reinterpret_cast<const char*>(w[n] + i) + kPrefetchBytes, _MM_HINT_T0);
             wv[n] = Weight<W>::load(w[n] + i);
         }
         for (int m = 0; m < MR; ++m) {
