@@ -118,7 +118,7 @@ TEST(MatmulDeathTest, ForcingAnUnknownIsaFailsWithItsName) {
 TEST(Matmul, EveryIsaIsBitwiseEqualToCanonicalDotOverShapes) {
     uint32_t seed = 1;
     for (DType dtype : kWeightDtypes)
-        for (int64_t k : {1, 3, 15, 16, 17, 31, 64, 100, 257})
+        for (int64_t k : {0, 1, 3, 15, 16, 17, 31, 64, 100, 257})
             for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 33})
                 for (int64_t n : {1, 2, 5, 8, 13, 34}) expect_all_isas_match_reference(Problem(m, n, k, dtype, seed++));
 }
