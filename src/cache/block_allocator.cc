@@ -13,8 +13,8 @@ BlockAllocator::BlockAllocator(int64_t num_blocks) {
 }
 
 void BlockAllocator::check_id(BlockId block) const {
-    TACO_CHECK_MSG(block >= 0 && block < static_cast<BlockId>(ref_counts_.size()), "block id {} outside [0, {})",
-                   block, ref_counts_.size());
+    TACO_CHECK_MSG(block >= 0 && block < static_cast<BlockId>(ref_counts_.size()), "block id {} outside [0, {})", block,
+                   ref_counts_.size());
 }
 
 std::optional<BlockId> BlockAllocator::allocate() {

@@ -177,8 +177,7 @@ int64_t KvCacheManager::match_prefix(RequestId request, std::span<const int32_t>
     // The rest is on the host. Pin it so that demotions made to free device blocks cannot evict it, promote as
     // much as the device tier can take, unpin what is left.
     for (size_t i = num_device; i < path.size(); ++i) m.tree.pin(path[i]);
-    const size_t num_promoted =
-        std::min(path.size() - num_device, size_t(std::max<int64_t>(0, m.available())));
+    const size_t num_promoted = std::min(path.size() - num_device, size_t(std::max<int64_t>(0, m.available())));
     for (size_t i = num_device; i < num_device + num_promoted; ++i) {
         const NodeId n = path[i];
         const BlockId host_block = m.tree.node(n).block;
@@ -233,8 +232,8 @@ void KvCacheManager::cache_blocks(RequestId request, std::span<const int32_t> to
     RequestState* s = m.find(request);
     if (s == nullptr) return;
     const int64_t bs = m.config.block_size;
-    const size_t num_full = std::min(
-        size_t(std::clamp<int64_t>(num_computed_tokens, 0, int64_t(tokens.size())) / bs), s->table.size());
+    const size_t num_full =
+        std::min(size_t(std::clamp<int64_t>(num_computed_tokens, 0, int64_t(tokens.size())) / bs), s->table.size());
     if (s->path.size() >= num_full) return;
     NodeId parent = s->path.empty() ? m.tree.get_or_add_root(salt) : s->path.back();
     for (size_t i = s->path.size(); i < num_full; ++i) {
@@ -242,9 +241,7 @@ void KvCacheManager::cache_blocks(RequestId request, std::span<const int32_t> to
         const BlockId b = s->table[i];
         const PrefixCache::InsertResult r = m.tree.insert(parent, block_tokens, b);
         switch (r.outcome) {
-            case PrefixCache::InsertOutcome::kInserted:
-                m.device.add_ref(b);
-                break;
+            case PrefixCache::InsertOutcome::kInserted: m.device.add_ref(b); break;
             case PrefixCache::InsertOutcome::kExisting:
                 if (m.tree.node(r.node).tier == Tier::kDevice) {
                     // Published by someone else first: the tree keeps its block, this request keeps computing in
@@ -361,15 +358,17 @@ void KvCacheManager::check_invariants() const {
         for (size_t i = 0; i < s.path.size(); ++i) {
             const PrefixCache::Node& n = m.tree.node(s.path[i]);
             TACO_CHECK(n.tier == Tier::kDevice);
-            if (i == 0) TACO_CHECK(m.tree.node(n.parent).is_root);
-            else TACO_CHECK_EQ(n.parent, s.path[i - 1]);
+            if (i == 0)
+                TACO_CHECK(m.tree.node(n.parent).is_root);
+            else
+                TACO_CHECK_EQ(n.parent, s.path[i - 1]);
             ++path_locks[s.path[i]];
         }
     }
     int64_t num_used = 0;
     for (size_t b = 0; b < device_refs.size(); ++b) {
-        TACO_CHECK_MSG(device_refs[b] == m.device.ref_count(BlockId(b)), "device block {}: ref count {}, holders {}",
-                       b, m.device.ref_count(BlockId(b)), device_refs[b]);
+        TACO_CHECK_MSG(device_refs[b] == m.device.ref_count(BlockId(b)), "device block {}: ref count {}, holders {}", b,
+                       m.device.ref_count(BlockId(b)), device_refs[b]);
         TACO_CHECK_EQ(request_refs[b], m.request_refs[b]);
         if (request_refs[b] > 0) ++num_used;
     }
@@ -379,8 +378,8 @@ void KvCacheManager::check_invariants() const {
         auto it = path_locks.find(id);
         TACO_CHECK_EQ(n.lock_count, it == path_locks.end() ? 0 : it->second);
     });
-    TACO_CHECK_EQ(m.device.num_free() + int64_t(std::count_if(device_refs.begin(), device_refs.end(),
-                                                              [](int32_t r) { return r > 0; })),
+    TACO_CHECK_EQ(m.device.num_free() +
+                      int64_t(std::count_if(device_refs.begin(), device_refs.end(), [](int32_t r) { return r > 0; })),
                   m.device.num_blocks());
     TACO_CHECK_EQ(m.host.num_free() + m.tree.num_host_nodes(), m.host.num_blocks());
 }

@@ -34,14 +34,14 @@ struct KvCacheConfig {
 
 struct KvCacheStats {
     int64_t num_device_blocks = 0;
-    int64_t num_used_device_blocks = 0;   // referenced by at least one request
-    int64_t num_cached_device_blocks = 0; // in the prefix tree on the device tier
+    int64_t num_used_device_blocks = 0;    // referenced by at least one request
+    int64_t num_cached_device_blocks = 0;  // in the prefix tree on the device tier
     int64_t num_cached_host_blocks = 0;
-    int64_t prefix_queries_tokens = 0;    // tokens looked up by match_prefix (cumulative)
+    int64_t prefix_queries_tokens = 0;  // tokens looked up by match_prefix (cumulative)
     int64_t prefix_hits_device_tokens = 0;
     int64_t prefix_hits_host_tokens = 0;
-    int64_t num_demotions = 0;            // device -> host copies
-    int64_t num_promotions = 0;           // host -> device copies
+    int64_t num_demotions = 0;   // device -> host copies
+    int64_t num_promotions = 0;  // host -> device copies
     int64_t num_cow_copies = 0;
     double usage() const { return num_device_blocks ? double(num_used_device_blocks) / double(num_device_blocks) : 0; }
 };

@@ -120,8 +120,10 @@ void PrefixCache::link_child(NodeId parent, NodeId child) {
 void PrefixCache::unlink_child(NodeId child) {
     Node& c = at(child);
     Node& p = at(c.parent);
-    if (c.prev_sibling != kNoNode) at(c.prev_sibling).next_sibling = c.next_sibling;
-    else p.first_child = c.next_sibling;
+    if (c.prev_sibling != kNoNode)
+        at(c.prev_sibling).next_sibling = c.next_sibling;
+    else
+        p.first_child = c.next_sibling;
     if (c.next_sibling != kNoNode) at(c.next_sibling).prev_sibling = c.prev_sibling;
     --p.num_children;
     if (c.tier == Tier::kDevice) --p.num_device_children;
@@ -160,8 +162,10 @@ void PrefixCache::lru_push_back(LruList& list, NodeId id) {
     TACO_CHECK(!n.in_lru);
     n.lru_prev = list.tail;
     n.lru_next = kNoNode;
-    if (list.tail != kNoNode) at(list.tail).lru_next = id;
-    else list.head = id;
+    if (list.tail != kNoNode)
+        at(list.tail).lru_next = id;
+    else
+        list.head = id;
     list.tail = id;
     n.in_lru = true;
     ++list.size;
@@ -170,10 +174,14 @@ void PrefixCache::lru_push_back(LruList& list, NodeId id) {
 void PrefixCache::lru_erase(LruList& list, NodeId id) {
     Node& n = at(id);
     TACO_CHECK(n.in_lru);
-    if (n.lru_prev != kNoNode) at(n.lru_prev).lru_next = n.lru_next;
-    else list.head = n.lru_next;
-    if (n.lru_next != kNoNode) at(n.lru_next).lru_prev = n.lru_prev;
-    else list.tail = n.lru_prev;
+    if (n.lru_prev != kNoNode)
+        at(n.lru_prev).lru_next = n.lru_next;
+    else
+        list.head = n.lru_next;
+    if (n.lru_next != kNoNode)
+        at(n.lru_next).lru_prev = n.lru_prev;
+    else
+        list.tail = n.lru_prev;
     n.lru_prev = n.lru_next = kNoNode;
     n.in_lru = false;
     --list.size;
@@ -244,8 +252,10 @@ void PrefixCache::remove(NodeId id) {
     TACO_CHECK_MSG(!n.is_root && n.num_children == 0 && n.lock_count == 0 && !n.pinned,
                    "remove of node {}: not an unlocked, unpinned leaf", id);
     lru_erase(list_of(n), id);
-    if (n.tier == Tier::kDevice) --num_device_nodes_;
-    else --num_host_nodes_;
+    if (n.tier == Tier::kDevice)
+        --num_device_nodes_;
+    else
+        --num_host_nodes_;
     const NodeId parent = n.parent;
     unlink_child(id);
     free_node(id);
@@ -283,7 +293,8 @@ void PrefixCache::validate_list(const LruList& list, Tier tier) const {
     TACO_CHECK_EQ(size, list.size);
     for (NodeId id = list.head; id != kNoNode; id = node(id).lru_next) {
         const Node& p = node(node(id).parent);
-        if (!p.is_root && p.in_lru && p.tier == tier) TACO_CHECK_LT(position[size_t(id)], position[size_t(node(id).parent)]);
+        if (!p.is_root && p.in_lru && p.tier == tier)
+            TACO_CHECK_LT(position[size_t(id)], position[size_t(node(id).parent)]);
     }
 }
 

@@ -33,8 +33,8 @@ uint64_t hash_block_tokens(std::span<const int32_t> block_tokens, uint64_t paren
 class PrefixCache {
 public:
     struct Node {
-        uint64_t key = 0;        // chained hash; a root's is derived from its salt
-        uint64_t salt = 0;       // roots only
+        uint64_t key = 0;         // chained hash; a root's is derived from its salt
+        uint64_t salt = 0;        // roots only
         NodeId parent = kNoNode;  // kNoNode for a root
         NodeId first_child = kNoNode;
         NodeId next_sibling = kNoNode;
@@ -42,7 +42,7 @@ public:
         int32_t num_children = 0;
         int32_t num_device_children = 0;
         Tier tier = Tier::kDevice;
-        BlockId block = -1;       // in `tier`'s allocator; -1 for a root
+        BlockId block = -1;  // in `tier`'s allocator; -1 for a root
         int32_t lock_count = 0;
         uint64_t last_access = 0;  // logical clock: set when locked and when the last lock goes
         NodeId lru_prev = kNoNode;
@@ -143,7 +143,7 @@ private:
     std::vector<Node> nodes_;
     std::vector<int32_t> tokens_;  // [nodes_.size(), block_size]
     std::vector<NodeId> free_nodes_;
-    ChildIndex children_;  // (parent, key) -> child
+    ChildIndex children_;                         // (parent, key) -> child
     std::unordered_map<uint64_t, NodeId> roots_;  // salt -> root
     LruList device_lru_;
     LruList host_lru_;

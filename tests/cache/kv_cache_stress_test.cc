@@ -29,8 +29,10 @@ struct SimRequest {
 class Workload {
 public:
     Workload(uint32_t seed, const KvCacheConfig& config)
-        : rng_(seed), config_(config), m_(config), sim_(config.num_device_blocks, config.num_host_blocks,
-                                                       config.block_size) {
+        : rng_(seed),
+          config_(config),
+          m_(config),
+          sim_(config.num_device_blocks, config.num_host_blocks, config.block_size) {
         // A few shared "system prompts" so that requests overlap.
         for (int i = 0; i < 3; ++i) {
             std::vector<int32_t> p(size_t(uniform(1, 6) * config.block_size));
@@ -42,11 +44,16 @@ public:
     void run(int num_ops) {
         for (int op = 0; op < num_ops; ++op) {
             const int64_t kind = uniform(0, 99);
-            if (kind < 25) add_request();
-            else if (kind < 80) step();
-            else if (kind < 88) fork_one();
-            else if (kind < 96) abort_one();
-            else maybe_reset();
+            if (kind < 25)
+                add_request();
+            else if (kind < 80)
+                step();
+            else if (kind < 88)
+                fork_one();
+            else if (kind < 96)
+                abort_one();
+            else
+                maybe_reset();
             check();
             if (::testing::Test::HasFailure()) return;  // later ops would only cascade from the first failure
         }
@@ -62,8 +69,7 @@ public:
         EXPECT_EQ(s.num_cached_device_blocks, 0);
         EXPECT_EQ(s.num_cached_host_blocks, 0);
         for (BlockId b = 0; b < BlockId(config_.num_host_blocks); ++b) EXPECT_EQ(m_.ref_count(Tier::kHost, b), 0);
-        for (BlockId b = 0; b < BlockId(config_.num_device_blocks); ++b)
-            EXPECT_EQ(m_.ref_count(Tier::kDevice, b), 0);
+        for (BlockId b = 0; b < BlockId(config_.num_device_blocks); ++b) EXPECT_EQ(m_.ref_count(Tier::kDevice, b), 0);
     }
 
     int64_t num_steps() const { return num_steps_; }
@@ -134,8 +140,10 @@ private:
             check();
             // A sampled token, or the end of the request.
             if (r.num_computed == int64_t(r.tokens.size())) {
-                if (r.tokens.size() > size_t(10 * config_.block_size) || uniform(0, 9) == 0) r.tokens.clear();
-                else r.tokens.push_back(int32_t(uniform(0, 3)));
+                if (r.tokens.size() > size_t(10 * config_.block_size) || uniform(0, 9) == 0)
+                    r.tokens.clear();
+                else
+                    r.tokens.push_back(int32_t(uniform(0, 3)));
             }
         }
         for (size_t i = requests_.size(); i-- > 0;) {

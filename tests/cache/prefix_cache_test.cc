@@ -120,7 +120,7 @@ TEST(PrefixCache, DemotePromoteMoveNodesBetweenTiers) {
     cache.validate();
     EXPECT_EQ(cache.num_device_nodes(), 0);
     EXPECT_EQ(cache.num_host_nodes(), 2);
-    EXPECT_EQ(cache.lru_host(), a[1]);  // the leaf first
+    EXPECT_EQ(cache.lru_host(), a[1]);            // the leaf first
     EXPECT_EQ(match(cache, 0, {1, 1, 2, 2}), a);  // host nodes still match
 
     cache.pin(a[0]);
