@@ -137,10 +137,14 @@ constexpr std::array<KernelFn, sizeof...(N)> kernel_row(std::index_sequence<N...
     return {&tile_kernel<W, MR, int(N) + 1>...};
 }
 
+template <DType W, size_t... M>
+constexpr std::array<std::array<KernelFn, kMaxNr>, sizeof...(M)> kernel_table(std::index_sequence<M...>) {
+    return {kernel_row<W, int(M) + 1>(std::make_index_sequence<kMaxNr>())...};
+}
+
 template <DType W>
 void gemm_tile(const MatmulArgs& a, int64_t m0, int mr, int64_t n0, int nr) {
-    static constexpr std::array<std::array<KernelFn, kMaxNr>, kMaxMr> kTable = {
-        kernel_row<W, 1>(std::make_index_sequence<kMaxNr>()), kernel_row<W, 2>(std::make_index_sequence<kMaxNr>())};
+    static constexpr auto kTable = kernel_table<W>(std::make_index_sequence<kMaxMr>());
     kTable[mr - 1][nr - 1](a, m0, n0);
 }
 
