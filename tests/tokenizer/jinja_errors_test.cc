@@ -118,6 +118,17 @@ TEST(JinjaErrors, OutputBombHitsTheSizeLimit) {
     EXPECT_FALSE(render("{% for i in range(100000) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}", options).is_ok());
 }
 
+TEST(JinjaErrors, HugeResultsAreStatusesNotCrashes) {
+    EXPECT_FALSE(render("{% set s = 'x' * 1000000 %}{{ [s] * 100000 }}").is_ok());
+    EXPECT_FALSE(render("{% set s = 'x' * 1000000 %}{{ ([s] * 100000)|join }}").is_ok());
+    EXPECT_FALSE(render("{% set s = 'a' * 100000 %}{{ s.replace('a', s) }}").is_ok());
+    EXPECT_FALSE(render("{% set s = 'a\n' * 100000 %}{{ s|indent(4000) }}").is_ok());
+    EXPECT_FALSE(render("{{ [1]|batch(1000000000000, 0)|list }}").is_ok());
+    auto empty = render("[{{ '' * 1000000000000000 }}{{ ([] * 1000000000000000)|length }}]");
+    ASSERT_TRUE(empty.is_ok()) << empty.status().message();
+    EXPECT_EQ(*empty, "[0]");
+}
+
 TEST(JinjaErrors, SandboxRangeLimit) { EXPECT_FALSE(render("{{ range(100001)|length }}").is_ok()); }
 
 // Every prefix of every real chat template and of every conformance case either parses and renders or fails

@@ -237,10 +237,16 @@ Result<Value> indent_filter(const Value& value, CallArgs& args) {
     std::vector<std::string> lines = str_splitlines(value.str() + "\n");
     std::string rv;
     if (blank) {
-        for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
+        for (size_t i = 0; i < lines.size(); ++i) {
+            rv += (i ? "\n" + indention : "") + lines[i];
+            if (rv.size() > kMaxPrintBytes) return Status::error("indent: result too large");
+        }
     } else {
         rv = lines.empty() ? "" : lines[0];
-        for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : indention) + lines[i];
+        for (size_t i = 1; i < lines.size(); ++i) {
+            rv += "\n" + (lines[i].empty() ? "" : indention) + lines[i];
+            if (rv.size() > kMaxPrintBytes) return Status::error("indent: result too large");
+        }
     }
     if (first) rv = indention + rv;
     return Value::string(std::move(rv));
@@ -531,6 +537,7 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"linecount", "fill_with"}, 1, name));
         int64_t n = a.get(0).as_int();
         if (n <= 0) return Status::error("batch: linecount must be positive");
+        if (n > (int64_t{1} << 20)) return Status::error("batch: linecount too large");
         TACO_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));
         std::vector<Value> out, row;
         for (const Value& item : items) {

@@ -44,10 +44,12 @@ std::pair<double, double> float_divmod(double vx, double wx) {
 
 Result<Value> repeat(const Value& seq, int64_t times, size_t max_bytes) {
     if (times < 0) times = 0;
+    if ((seq.is_string() && seq.as_string().empty()) || (seq.is_sequence() && seq.items().empty())) times = 0;
     if (seq.is_string()) {
         if (!seq.as_string().empty() && static_cast<uint64_t>(times) > max_bytes / seq.as_string().size())
             return Status::error("string repetition too large");
         std::string out;
+        out.reserve(seq.as_string().size() * static_cast<size_t>(times));
         for (int64_t i = 0; i < times; ++i) out += seq.as_string();
         return Value::string(std::move(out));
     }

@@ -213,6 +213,7 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
             int64_t done = 0;
             for (size_t i = 0; i <= cps.size(); ++i) {
                 if (count < 0 || done < count) {
+                    if (out.size() > kMaxPrintBytes) return Status::error("replace: result too large");
                     out += new_s;
                     ++done;
                 }
@@ -225,6 +226,7 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
         while (count < 0 || done < count) {
             size_t p = s.find(old_s, start);
             if (p == std::string::npos) break;
+            if (out.size() > kMaxPrintBytes) return Status::error("replace: result too large");
             out.append(s, start, p - start);
             out += new_s;
             start = p + old_s.size();
@@ -258,6 +260,7 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
                 return error("sequence item {}: expected str instance, {} found", i, items[i].type_name());
             if (i) out += s;
             out += items[i].as_string();
+            if (out.size() > kMaxPrintBytes) return Status::error("join: result too large");
         }
         return Value::string(std::move(out));
     }
@@ -287,7 +290,7 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
     }
     if (name == "zfill") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind({"width"}, 1));
-        int64_t width = a.get(0).as_int();
+        int64_t width = std::min<int64_t>(a.get(0).as_int(), 1 << 24);
         int64_t len = static_cast<int64_t>(code_point_count(s));
         if (width <= len) return Value::string(s);
         std::string sign, body = s;

@@ -1,6 +1,8 @@
 #include "tokenizer/jinja/template.h"
 
 #include <ctime>
+#include <new>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -108,7 +110,13 @@ Result<std::string> Template::render(const std::vector<std::pair<std::string, Va
     for (const auto& [name, value] : context) frame->set(name, value);
     Evaluator evaluator(options.limits, options.now_epoch_seconds);
     std::string out;
-    TACO_RETURN_IF_ERROR(evaluator.render(*body_, frame, out));
+    try {
+        TACO_RETURN_IF_ERROR(evaluator.render(*body_, frame, out));
+    } catch (const std::length_error& e) {  // thrown by Value::str()/repr() past kMaxPrintBytes
+        return error("template render failed: {}", e.what());
+    } catch (const std::bad_alloc&) {
+        return Status::error("template render failed: out of memory");
+    }
     return out;
 }
 

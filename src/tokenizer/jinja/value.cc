@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -270,7 +271,15 @@ std::string python_string_repr(const std::string& s) {
     bool has_double = s.find('"') != std::string::npos;
     char quote = (has_single && !has_double) ? '"' : '\'';
     std::string out(1, quote);
+    out.reserve(s.size() + 2);
     for (size_t pos = 0; pos < s.size();) {
+        size_t run = pos;  // printable ASCII needing no escape, copied in one go
+        while (run < s.size() && s[run] >= 0x20 && s[run] < 0x7F && s[run] != '\\' && s[run] != quote) ++run;
+        if (run > pos) {
+            out.append(s, pos, run - pos);
+            pos = run;
+            continue;
+        }
         size_t len = 1;
         char32_t cp = decode_utf8(s, pos, &len);
         if (cp == '\\') {
@@ -311,47 +320,63 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+    std::string out;
+    append_repr(out);
+    return out;
+}
+
+void Value::append_repr(std::string& out) const {
+    if (out.size() > kMaxPrintBytes) throw std::length_error("value too large to print");
     switch (kind_) {
         case ValueKind::kUndefined:
-            return "Undefined";
+            out += "Undefined";
+            return;
         case ValueKind::kNone:
-            return "None";
+            out += "None";
+            return;
         case ValueKind::kBool:
-            return b_ ? "True" : "False";
+            out += b_ ? "True" : "False";
+            return;
         case ValueKind::kInt:
-            return std::to_string(i_);
+            out += std::to_string(i_);
+            return;
         case ValueKind::kFloat:
-            return python_float_repr(f_);
+            out += python_float_repr(f_);
+            return;
         case ValueKind::kString:
-            return python_string_repr(*s_);
+            if (s_->size() > kMaxPrintBytes) throw std::length_error("value too large to print");
+            out += python_string_repr(*s_);
+            return;
         case ValueKind::kList:
         case ValueKind::kTuple: {
             bool tuple = kind_ == ValueKind::kTuple;
-            std::string out = tuple ? "(" : "[";
+            out += tuple ? "(" : "[";
             for (size_t i = 0; i < list_->size(); ++i) {
                 if (i) out += ", ";
-                out += (*list_)[i].repr();
+                (*list_)[i].append_repr(out);
             }
             if (tuple && list_->size() == 1) out += ",";
             out += tuple ? ")" : "]";
-            return out;
+            return;
         }
         case ValueKind::kDict:
         case ValueKind::kNamespace: {
-            std::string out = kind_ == ValueKind::kNamespace ? "<Namespace {" : "{";
+            out += kind_ == ValueKind::kNamespace ? "<Namespace {" : "{";
             bool first = true;
             for (const auto& [k, v] : dict_->entries) {
                 if (!first) out += ", ";
                 first = false;
-                out += k.repr() + ": " + v.repr();
+                k.append_repr(out);
+                out += ": ";
+                v.append_repr(out);
             }
             out += kind_ == ValueKind::kNamespace ? "}>" : "}";
-            return out;
+            return;
         }
         case ValueKind::kCallable:
-            return fmt::format("<function {}>", callable_->first);
+            out += fmt::format("<function {}>", callable_->first);
+            return;
     }
-    return "";
 }
 
 namespace {
@@ -422,6 +447,7 @@ Result<std::string> Value::to_json(const JsonOptions& options) const {
 
 Status Value::dump_json(const JsonOptions& options, int depth, std::string& out) const {
     if (depth > kMaxJsonDepth) return Status::error("tojson: nesting too deep");
+    if (out.size() > kMaxPrintBytes) return Status::error("tojson: output too large");
     bool indented = options.indent >= 0 || options.indent_is_string;
     auto newline = [&](int level) {
         if (!indented) return;

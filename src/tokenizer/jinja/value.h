@@ -77,15 +77,16 @@ public:
     const std::string& callable_name() const;
     Result<Value> call(CallArgs& args, Evaluator& evaluator) const;
 
-    // For undefined values: the variable name and, for a sandbox refusal, the message to raise when used.
-    const std::string& undefined_name() const { return *s_; }
+    // For undefined values: for a sandbox refusal, the message to raise when used.
     const std::string& undefined_hint() const { return hint_ ? *hint_ : empty_string(); }
     // "'x' is undefined" (or the hint), as jinja2's UndefinedError says.
     std::string undefined_message() const;
 
     bool truthy() const;
-    std::string str() const;   // Python str(); undefined -> ""
-    std::string repr() const;  // Python repr()
+    // Python str() (undefined -> "") and repr(). A text longer than kMaxPrintBytes throws std::length_error, which
+    // Template::render turns into a Status (a list repeated by reference can otherwise print terabytes).
+    std::string str() const;
+    std::string repr() const;
     std::string type_name() const;  // Python type name for error messages: 'str', 'int', 'dict', ...
 
     // json.dumps(value, ensure_ascii=False, indent, separators, sort_keys); indent < 0 means None.
@@ -103,6 +104,7 @@ public:
 private:
     static const std::string& empty_string();
     Status dump_json(const JsonOptions& options, int depth, std::string& out) const;
+    void append_repr(std::string& out) const;
 
     void compute_depth();
 
@@ -128,6 +130,7 @@ struct ValueDict {
 };
 
 constexpr int kMaxJsonInputDepth = 256;
+constexpr size_t kMaxPrintBytes = size_t{64} << 20;
 // Whether j nests at most max_depth levels of arrays/objects.
 bool json_depth_within(const nlohmann::ordered_json& j, int max_depth);
 
