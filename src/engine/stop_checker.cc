@@ -51,7 +51,8 @@ StopChecker::Step StopChecker::push(std::string_view piece, bool can_stop) {
         // Search the emitted tail too: with include_stop_str_in_output a match may begin in emitted text.
         const std::string text = emitted_tail_ + pending_;
         const size_t new_from = emitted_tail_.size() + old_length;
-        for (const std::string& stop : stop_strings_) {
+        for (size_t i = 0; i < stop_strings_.size(); ++i) {
+            const std::string& stop = stop_strings_[i];
             if (stop.empty()) continue;  // validate() rejects it; it would match everywhere
             // Only occurrences that end inside the new piece are new (earlier text was checked already).
             const size_t from = new_from + 1 > stop.size() ? new_from + 1 - stop.size() : 0;
@@ -63,6 +64,7 @@ StopChecker::Step StopChecker::push(std::string_view piece, bool can_stop) {
             step.text = text.substr(emitted_tail_.size(), end - emitted_tail_.size());
             step.stopped = true;
             step.stop_string = stop;
+            step.stop_index = int64_t(i);
             pending_.clear();
             stopped_ = true;
             return step;

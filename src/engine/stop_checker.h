@@ -11,6 +11,7 @@
 // a match never removes text before it, so only the UTF-8 tail waits.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,7 @@ public:
         std::string text;          // safe to emit now
         bool stopped = false;
         std::string stop_string;   // the stop string that matched, when stopped by one
+        int64_t stop_index = -1;   // its index in stop_strings()
     };
 
     // Feeds the next piece of output text. can_stop = false while the request has at most min_tokens tokens

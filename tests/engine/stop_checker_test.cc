@@ -12,11 +12,12 @@ struct StreamRun {
     std::string text;                // everything emitted, flush included
     bool stopped = false;
     std::string stop_string;
+    int64_t stop_index = -1;
 };
 
 // Pushes the pieces until a stop; pieces[i] may stop only when i >= first_checked (min_tokens).
 StreamRun run(const std::vector<std::string>& stops, bool include, const std::vector<std::string>& pieces,
-        size_t first_checked = 0) {
+              size_t first_checked = 0) {
     StopChecker checker(stops, include);
     StreamRun result;
     for (size_t i = 0; i < pieces.size() && !result.stopped; ++i) {
@@ -25,6 +26,7 @@ StreamRun run(const std::vector<std::string>& stops, bool include, const std::ve
         result.text += step.text;
         result.stopped = step.stopped;
         result.stop_string = step.stop_string;
+        result.stop_index = step.stop_index;
     }
     if (!result.stopped) result.text += checker.flush();
     return result;
@@ -65,6 +67,7 @@ TEST(StopChecker, EarliestCompletingStopStringWinsAcrossPieces) {
     const StreamRun r = run({"world", "lo w"}, false, chars("hello world"));
     EXPECT_TRUE(r.stopped);
     EXPECT_EQ(r.stop_string, "lo w");
+    EXPECT_EQ(r.stop_index, 1);
     EXPECT_EQ(r.text, "hel");
 }
 
