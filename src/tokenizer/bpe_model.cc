@@ -1,5 +1,7 @@
 #include "tokenizer/bpe_model.h"
 
+#include <atomic>
+#include <cstring>
 #include <queue>
 
 #include <fmt/format.h>
@@ -26,6 +28,26 @@ struct MergeCandidate {
     }
 };
 
+// Direct-mapped per-thread cache of short words -> ids: one cache line per entry, probed before any hashing of
+// the vocabulary. Entries name the model they belong to, so models never see each other's words.
+struct WordCacheEntry {
+    uint64_t hash = 0;
+    uint32_t model = 0;  // 0: empty
+    uint8_t len = 0;
+    uint8_t num_ids = 0;
+    char bytes[22];
+    int32_t ids[7];
+};
+static_assert(sizeof(WordCacheEntry) <= 64);
+constexpr size_t kWordCacheEntries = 4096;
+
+WordCacheEntry* word_cache() {
+    thread_local std::unique_ptr<WordCacheEntry[]> cache(new WordCacheEntry[kWordCacheEntries]);
+    return cache.get();
+}
+
+std::atomic<uint32_t> next_instance_id{1};
+
 uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
 
 std::optional<std::string> optional_string(const nlohmann::json& j, const char* key) {
@@ -40,6 +62,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::vector<std::pair<std::st
                                                    const std::vector<std::pair<std::string, std::string>>& merges,
                                                    BpeOptions options) {
     std::unique_ptr<BpeModel> m(new BpeModel());
+    m->instance_id_ = next_instance_id.fetch_add(1);
     m->options_ = std::move(options);
     int32_t max_id = -1;
     for (const auto& [token, id] : vocab) {
@@ -133,6 +156,7 @@ void BpeModel::set_word_options(const BpeOptions& options) {
     if (options_.unk_token) {
         unk_id_ = vocab_.find(*options_.unk_token);
     }
+    instance_id_ = next_instance_id.fetch_add(1);  // entries cached under the old options are never seen again
     std::lock_guard<std::mutex> lock(cache_mutex_);
     cache_.clear();
 }
@@ -148,6 +172,32 @@ const std::string* BpeModel::id_to_token(int32_t id) const {
 
 Status BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const {
     if (word.empty()) return Status::ok();
+    WordCacheEntry* entry = nullptr;
+    uint64_t hash = 0;
+    if (word.size() <= sizeof(entry->bytes)) {
+        hash = hash_bytes(word);
+        entry = &word_cache()[hash & (kWordCacheEntries - 1)];
+        if (entry->model == instance_id_ && entry->hash == hash && entry->len == word.size() &&
+            std::memcmp(entry->bytes, word.data(), word.size()) == 0) {
+            out.insert(out.end(), entry->ids, entry->ids + entry->num_ids);
+            return Status::ok();
+        }
+    }
+    size_t first = out.size();
+    TACO_RETURN_IF_ERROR(tokenize_uncached(word, out));
+    size_t n = out.size() - first;
+    if (entry && n <= std::size(entry->ids)) {
+        entry->model = instance_id_;
+        entry->hash = hash;
+        entry->len = static_cast<uint8_t>(word.size());
+        std::memcpy(entry->bytes, word.data(), word.size());
+        entry->num_ids = static_cast<uint8_t>(n);
+        std::copy(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), entry->ids);
+    }
+    return Status::ok();
+}
+
+Status BpeModel::tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const {
     if (options_.ignore_merges) {
         if (auto id = vocab_.find(word)) {
             out.push_back(*id);

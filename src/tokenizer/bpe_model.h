@@ -1,6 +1,7 @@
 // Byte-pair encoding as the tokenizers library runs it: characters (with continuing_subword_prefix /
 // end_of_word_suffix, byte_fallback to <0xXX> tokens, unk fusing) merged lowest rank first, leftmost among
-// equal ranks. Words up to kMaxCachedWordBytes are cached.
+// equal ranks. Frequent short words hit a small per-thread cache (no locking); others a shared cache of words up
+// to kMaxCachedWordBytes.
 #pragma once
 
 #include <array>
@@ -52,6 +53,7 @@ public:
 
 private:
     BpeModel() = default;
+    Status tokenize_uncached(std::string_view word, std::vector<int32_t>& out) const;
     Status merge_word(std::string_view word, std::vector<int32_t>& out) const;
 
     struct StringHash {
@@ -65,6 +67,7 @@ private:
     std::array<int32_t, 256> byte_tokens_;     // id of "<0xXX>" or -1
     BpeOptions options_;
     std::optional<int32_t> unk_id_;
+    uint32_t instance_id_ = 0;  // tags this model's entries in the per-thread word cache
 
     mutable std::mutex cache_mutex_;
     mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
