@@ -1,0 +1,105 @@
+#include "exec/perplexity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "exec/generator.h"
+#include "model/kv_cache_tensors.h"
+
+namespace taco {
+namespace {
+
+// -log softmax(logits)[target] in double: max-shifted log-sum-exp so large logits neither overflow nor lose
+// the target's share.
+double token_nll(const float* logits, int64_t vocab, int32_t target) {
+    double max_logit = logits[0];
+    for (int64_t i = 1; i < vocab; ++i) max_logit = std::max(max_logit, double(logits[i]));
+    double sum = 0;
+    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(logits[i]) - max_logit);
+    return max_logit + std::log(sum) - double(logits[target]);
+}
+
+// Runs tokens [begin, end) as one fresh sequence and adds -log p of the last `num_scored` of them, each
+// predicted from the tokens before it in the window.
+double window_nll(Decoder& decoder, std::span<const int32_t> tokens, int64_t num_scored,
+                  const PerplexityOptions& options) {
+    const ModelConfig& config = decoder.config();
+    const int64_t length = int64_t(tokens.size());
+    const int64_t block_size = options.block_size;
+    const int64_t num_blocks = (length + block_size - 1) / block_size;
+    KvCacheTensors kv = KvCacheTensors::allocate(config, num_blocks, block_size);
+    std::vector<int32_t> block_table(static_cast<size_t>(num_blocks));
+    for (int64_t b = 0; b < num_blocks; ++b) block_table[size_t(b)] = int32_t(b);
+
+    // Row p's logits predict token p + 1; the scored targets are [length - num_scored, length).
+    const int64_t first_row = length - num_scored - 1;
+    double nll = 0;
+    for (int64_t begin = 0; begin < length; begin += options.forward_chunk_tokens) {
+        const int64_t end = std::min(length, begin + options.forward_chunk_tokens);
+        ForwardBatch batch;
+        batch.attention.query_start = {0, int32_t(end - begin)};
+        batch.attention.block_tables = {block_table};
+        for (int64_t pos = begin; pos < end; ++pos) {
+            batch.token_ids.push_back(tokens[size_t(pos)]);
+            batch.attention.positions.push_back(int32_t(pos));
+            batch.slot_mapping.push_back(int64_t(block_table[size_t(pos / block_size)]) * block_size +
+                                         pos % block_size);
+            if (pos >= first_row && pos + 1 < length) batch.logits_indices.push_back(int32_t(pos - begin));
+        }
+        Tensor logits = decoder.forward(batch, kv);  // [logits_indices.size(), vocab]
+        for (size_t i = 0; i < batch.logits_indices.size(); ++i) {
+            const int64_t pos = begin + batch.logits_indices[i];
+            nll += token_nll(logits.as<float>() + int64_t(i) * config.vocab_size, config.vocab_size,
+                             tokens[size_t(pos + 1)]);
+        }
+    }
+    return nll;
+}
+
+}  // namespace
+
+double PerplexityResult::perplexity() const { return std::exp(mean_nll()); }
+
+Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<const int32_t> token_ids,
+                                                   const PerplexityOptions& options) {
+    const ModelConfig& config = decoder.config();
+    const int64_t num_tokens = int64_t(token_ids.size());
+    if (num_tokens < 2) return error("perplexity needs at least 2 tokens, the text has {}", num_tokens);
+    for (size_t i = 0; i < token_ids.size(); ++i) {
+        if (token_ids[i] < 0 || token_ids[i] >= config.vocab_size)
+            return error("token {} (at index {}) is outside the vocabulary [0, {})", token_ids[i], i,
+                         config.vocab_size);
+    }
+    const int64_t max_len = derived_max_model_len(config);
+    PerplexityOptions resolved = options;
+    if (resolved.window == 0) resolved.window = std::min(max_len, PerplexityOptions::kDefaultWindow);
+    if (resolved.stride == 0) resolved.stride = std::max<int64_t>(1, resolved.window / 2);
+    if (resolved.window < 2) return error("--window must be at least 2, got {}", resolved.window);
+    if (resolved.window > max_len)
+        return error("--window {} exceeds the model's maximum length {}", resolved.window, max_len);
+    if (resolved.stride < 1 || resolved.stride > resolved.window)
+        return error("--stride must be in [1, window = {}], got {}", resolved.window, resolved.stride);
+    if (resolved.block_size < 1 || resolved.forward_chunk_tokens < 1)
+        return error("block_size and forward_chunk_tokens must be positive");
+
+    PerplexityResult result;
+    result.num_tokens = num_tokens;
+    result.window = resolved.window;
+    result.stride = resolved.stride;
+    int64_t prev_end = 0;
+    for (int64_t begin = 0; begin < num_tokens; begin += resolved.stride) {
+        const int64_t end = std::min(begin + resolved.window, num_tokens);
+        const int64_t num_scored = std::min(end - prev_end, end - begin - 1);
+        if (num_scored > 0)  // a one-token last window (stride == window) has nothing to score
+            result.nll_sum +=
+                window_nll(decoder, token_ids.subspan(size_t(begin), size_t(end - begin)), num_scored, resolved);
+        result.num_scored_tokens += num_scored;
+        ++result.num_windows;
+        prev_end = end;
+        if (end == num_tokens) break;
+    }
+    return result;
+}
+
+}  // namespace taco
