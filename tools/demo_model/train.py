@@ -273,6 +273,7 @@ def main():
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--num-chats", type=int, default=40000, help="ChatML exchanges made from the corpus")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--eval-every-s", type=float, default=20.0, help="held-out check (best weights kept) period")
     ap.add_argument("--ppl-window", type=int, default=1024)
     ap.add_argument("--ppl-stride", type=int, default=512)
     args = ap.parse_args()
@@ -331,7 +332,7 @@ def main():
     warmup = 100 if not args.max_steps else 2
     t_train = time.time()
     step, tokens_seen, best = 0, 0, (float("inf"), None, 0)
-    next_eval = t_train + 20
+    next_eval = t_train + args.eval_every_s
     while True:
         elapsed = time.time() - t_train
         frac = step / args.max_steps if args.max_steps else elapsed / budget_s
@@ -362,7 +363,7 @@ def main():
             log(f"step {step} lr {lr:.2e} loss {loss.item():.4f} held-out {val:.4f} (ppl {math.exp(val):.2f}) "
                 f"tokens {tokens_seen / 1e6:.1f}M epochs {tokens_seen / len(stream):.2f} "
                 f"{tokens_seen / el / 1e6:.2f}M tok/s {el:.0f}s")
-            next_eval = time.time() + 20
+            next_eval = time.time() + args.eval_every_s
     model.eval()
     final_val = quick_eval(model, held, args.seq, device)
     if final_val > best[0]:
