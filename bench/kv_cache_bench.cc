@@ -46,6 +46,9 @@ public:
             p.resize(128);
             for (int32_t& t : p) t = token(rng_);
         }
+        // Fresh text is a slice of this pool at a random offset: one RNG call per prompt, not one per token.
+        token_pool_.resize(size_t(1) << 20);
+        for (int32_t& t : token_pool_) t = token(rng_);
         running_.resize(kNumRunning);
         for (Running& r : running_) admit(r);
     }
@@ -86,18 +89,16 @@ private:
     void admit(Running& r) {
         std::uniform_int_distribution<int> pick(0, kNumSystemPrompts - 1);
         std::uniform_int_distribution<int> user_len(32, 256);
-        std::uniform_int_distribution<int32_t> token(0, 32000);
         r.id = next_id_++;
         if (user_prompts_.empty()) {
             r.tokens = system_prompts_[size_t(pick(rng_))];
-            const int n = user_len(rng_);
-            for (int i = 0; i < n; ++i) r.tokens.push_back(token(rng_));
+            append_fresh(r.tokens, user_len(rng_));
         } else {
             // User u always talks to the same application (system prompt u % 8).
             const size_t u = std::uniform_int_distribution<size_t>(0, user_prompts_.size() - 1)(rng_);
             r.tokens = system_prompts_[u % kNumSystemPrompts];
             r.tokens.insert(r.tokens.end(), user_prompts_[u].begin(), user_prompts_[u].end());
-            for (int i = 0; i < 16; ++i) r.tokens.push_back(token(rng_));
+            append_fresh(r.tokens, 16);
         }
         r.max_tokens = int64_t(r.tokens.size()) + 128;
         r.num_computed = m_.match_prefix(r.id, r.tokens);
@@ -112,8 +113,14 @@ private:
         benchmark::DoNotOptimize(m_.take_pending_copies());
     }
 
+    void append_fresh(std::vector<int32_t>& tokens, int n) {
+        const size_t at = std::uniform_int_distribution<size_t>(0, token_pool_.size() - size_t(n))(rng_);
+        tokens.insert(tokens.end(), token_pool_.begin() + ptrdiff_t(at), token_pool_.begin() + ptrdiff_t(at) + n);
+    }
+
     std::mt19937 rng_;
     KvCacheManager m_;
+    std::vector<int32_t> token_pool_;
     std::vector<std::vector<int32_t>> system_prompts_;
     std::vector<std::vector<int32_t>> user_prompts_;
     std::vector<Running> running_;
