@@ -8,6 +8,7 @@ std::string_view finish_reason_name(FinishReason reason) {
     switch (reason) {
         case FinishReason::kLength: return "length";
         case FinishReason::kStop: return "stop";
+        case FinishReason::kAbort: return "abort";
     }
     return "?";
 }

@@ -20,7 +20,7 @@ struct GenerateOptions {
     uint64_t fallback_seed = 0;
 };
 
-enum class FinishReason { kLength, kStop };
+enum class FinishReason { kLength, kStop, kAbort };
 std::string_view finish_reason_name(FinishReason reason);
 
 struct GenerationResult {

@@ -1,29 +1,32 @@
-// `taco_llm generate MODEL (--prompt TEXT | --prompt-ids 1,2,3) [sampling flags] [--json]`: offline generation.
+// `taco_llm generate MODEL (--prompt TEXT | --prompt-ids 1,2,3 | --prompts-file F.jsonl) [sampling flags]`:
+// offline generation through the engine; every prompt runs together (continuous batching) and results are
+// printed one per line in input order.
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "core/file_util.h"
-#include "exec/generator.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/engine.h"
+#include "engine/sampling_json.h"
 #include "tools/cli/command.h"
 #include "tools/cli/device_option.h"
+#include "tools/cli/engine_flags.h"
 
 namespace taco::cli {
 namespace {
 
+using json = nlohmann::json;
+
 struct GenerateArgs {
-    std::string model;
+    EngineConfig engine;
     std::optional<std::string> prompt;
     std::string prompt_ids;
+    std::string prompts_file;
     SamplingParams sampling;
-    std::optional<uint64_t> seed;
     std::string device = "cpu";
-    bool json = false;
-    int64_t max_model_len = 0;
-    int64_t block_size = 16;
+    bool json_output = false;
 };
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -46,85 +49,150 @@ Result<std::vector<int32_t>> parse_ids(const std::string& text) {
     return ids;
 }
 
-bool folder_has_tokenizer(const std::string& dir) {
-    for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json"})
-        if (file_exists(join_path(dir, name))) return true;
-    return false;
+// One {"prompt": ...} or {"prompt_ids": [...]} per line, with optional sampling fields over the flags' defaults.
+Result<std::vector<GenerationInput>> read_prompts_file(const std::string& path, const SamplingParams& defaults) {
+    std::ifstream in(path);
+    if (!in) return error("{}: cannot open file", path);
+    std::vector<GenerationInput> inputs;
+    std::string line;
+    for (int line_number = 1; std::getline(in, line); ++line_number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string where = fmt::format("{}:{}", path, line_number);
+        json object;
+        try {
+            object = json::parse(line);
+        } catch (const json::parse_error& e) {
+            return error("{}: invalid JSON: {}", where, e.what());
+        }
+        if (!object.is_object()) return error("{}: each line must be a JSON object", where);
+        GenerationInput input;
+        input.params = defaults;
+        for (const auto& [key, value] : object.items()) {
+            if (key == "prompt") {
+                if (!value.is_string()) return error("{}: 'prompt' must be a string", where);
+                input.prompt = value.get<std::string>();
+            } else if (key == "prompt_ids") {
+                if (!value.is_array()) return error("{}: 'prompt_ids' must be a list of token ids", where);
+                for (const json& id : value) {
+                    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+                        return error("{}: 'prompt_ids' holds {}, not a token id", where, id.dump());
+                    input.prompt_ids.push_back(id.get<int32_t>());
+                }
+            } else if (!is_sampling_key(key)) {
+                return error("{}: unknown field '{}'", where, key);
+            }
+        }
+        if (!input.prompt && object.find("prompt_ids") == object.end())
+            return error("{}: needs 'prompt' or 'prompt_ids'", where);
+        TACO_RETURN_IF_ERROR(apply_sampling_json(object, input.params).with_context(where));
+        inputs.push_back(std::move(input));
+    }
+    return inputs;
 }
 
-void run_generate(const GenerateArgs& args) {
+json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
+    json out = {{"index", s.index},
+                {"token_ids", s.token_ids},
+                {"text", tokenizer ? json(s.text) : json(nullptr)},
+                {"finish_reason", s.finish_reason ? std::string(finish_reason_name(*s.finish_reason)) : ""}};
+    if (!s.stop_reason.empty()) out["stop_reason"] = s.stop_reason;
+    if (!s.logprobs.empty()) {
+        json lps = json::array();
+        for (const SampleLogprobs& lp : s.logprobs) {
+            json top = json::array();
+            for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+            lps.push_back({{"token", lp.sampled.token}, {"logprob", lp.sampled.logprob}, {"top", top}});
+        }
+        out["logprobs"] = lps;
+        out["cumulative_logprob"] = s.cumulative_logprob;
+    }
+    return out;
+}
+
+void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
     Status device_status = check_device_available(args.device);
     if (!device_status) fail(device_status.message());
-    // The model folder's tokenizer, when it has one, turns --prompt into ids and the generated ids into text.
-    std::unique_ptr<Tokenizer> tokenizer;
-    if (folder_has_tokenizer(args.model)) {
-        auto loaded = Tokenizer::load(args.model);
-        if (!loaded) fail(loaded.status().message());
-        tokenizer = std::move(loaded).value();
+    const SamplingParams& defaults = args.sampling;
+
+    std::vector<GenerationInput> inputs;
+    if (!args.prompts_file.empty()) {
+        auto read = read_prompts_file(args.prompts_file, defaults);
+        if (!read) fail(read.status().message());
+        inputs = std::move(read).value();
+    } else if (have_prompt) {
+        inputs.push_back({args.prompt, {}, defaults});
+    } else if (have_ids) {
+        auto ids = parse_ids(args.prompt_ids);
+        if (!ids) fail(ids.status().message());
+        inputs.push_back({std::nullopt, *ids, defaults});
     }
-    Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
-    if (args.prompt) {
-        if (!tokenizer) fail(args.model + ": no tokenizer (tokenizer.json, tokenizer.model or vocab.json) for --prompt; use --prompt-ids");
-        ids = tokenizer->encode(*args.prompt, /*add_special_tokens=*/true);
-    } else {
-        ids = parse_ids(args.prompt_ids);
+    auto engine = Engine::create(args.engine);
+    if (!engine) fail(engine.status().message());
+    auto outputs = (*engine)->generate(std::move(inputs));
+    const Tokenizer* tokenizer = (*engine)->tokenizer();
+    bool any_error = false;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        if (!outputs[i]) {
+            any_error = true;
+            if (args.json_output) std::printf("%s\n", json({{"error", outputs[i].status().message()}}).dump().c_str());
+            std::fprintf(stderr, "error: prompt %zu: %s\n", i + 1, outputs[i].status().message().c_str());
+            continue;
+        }
+        const RequestOutput& out = *outputs[i];
+        if (args.json_output) {
+            json line = sample_json(out.samples.at(0), tokenizer);
+            line.erase("index");
+            line["prompt_ids"] = out.prompt_ids;
+            if (out.samples.size() > 1) {
+                json all = json::array();
+                for (const SampleOutput& s : out.samples) all.push_back(sample_json(s, tokenizer));
+                line["outputs"] = all;
+            }
+            std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+        } else {
+            for (const SampleOutput& s : out.samples) {
+                if (tokenizer) {
+                    std::printf("%s\n", s.text.c_str());
+                } else {
+                    std::string ids;
+                    for (int32_t id : s.token_ids) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+                    std::printf("%s\n", ids.c_str());
+                }
+            }
+        }
     }
-    if (!ids) fail(ids.status().message());
-    auto decoder = Decoder::load(args.model);
-    if (!decoder) fail(decoder.status().message());
-    SamplingParams sampling = args.sampling;
-    sampling.seed = args.seed;
-    GenerateOptions options;
-    options.max_model_len = args.max_model_len;
-    options.block_size = args.block_size;
-    auto result = generate(**decoder, *ids, sampling, options);
-    if (!result) fail(result.status().message());
-    // As vLLM: the text skips special tokens (an EOS that ended the request is in token_ids, not in text).
-    std::optional<std::string> text;
-    if (tokenizer) text = tokenizer->decode(result->token_ids, /*skip_special_tokens=*/true);
-    if (args.json) {
-        nlohmann::json out = {{"prompt_ids", result->prompt_ids},
-                              {"token_ids", result->token_ids},
-                              {"text", text ? nlohmann::json(*text) : nlohmann::json(nullptr)},
-                              {"finish_reason", std::string(finish_reason_name(result->finish_reason))}};
-        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else if (text) {
-        std::printf("%s\n", text->c_str());
-    } else {
-        std::string line;
-        for (int32_t id : result->token_ids) line += (line.empty() ? "" : " ") + std::to_string(id);
-        std::printf("%s\n", line.c_str());
-    }
+    std::fflush(stdout);
+    if (any_error) throw CLI::RuntimeError(1);
 }
 
 const CommandRegistrar registrar(10, [](CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
-    CLI::App* sub = app.add_subcommand("generate", "Generate a continuation of one prompt (offline)");
-    sub->add_option("model", args->model, "Model folder (config.json + *.safetensors)")->required();
-    auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text");
+    CLI::App* sub = app.add_subcommand("generate", "Generate continuations of prompts offline (all batched together)");
+    sub->add_option("model", args->engine.model_dir, "Model folder (config.json + *.safetensors)")->required();
+    auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text (needs the model's tokenizer)");
     auto* prompt_ids = sub->add_option("--prompt-ids", args->prompt_ids, "Prompt token ids, comma-separated");
-    prompt->excludes(prompt_ids);
-    sub->add_option("--max-tokens", args->sampling.max_tokens, "Maximum number of generated tokens")
+    auto* prompts_file = sub->add_option("--prompts-file", args->prompts_file,
+                                         "JSON lines: {\"prompt\": ...} or {\"prompt_ids\": [...]}, plus optional "
+                                         "sampling fields");
+    prompt->excludes(prompt_ids)->excludes(prompts_file);
+    prompt_ids->excludes(prompts_file);
+    SamplingParams& s = args->sampling;
+    sub->add_option("--max-tokens", s.max_tokens, "Maximum number of generated tokens")->capture_default_str();
+    sub->add_option("--min-tokens", s.min_tokens, "EOS and stop tokens are suppressed until N tokens")
         ->capture_default_str();
-    sub->add_option("--min-tokens", args->sampling.min_tokens, "EOS and stop tokens are suppressed until N tokens")
-        ->capture_default_str();
-    sub->add_option("--temperature", args->sampling.temperature, "Sampling temperature; 0 is greedy")
-        ->capture_default_str();
-    sub->add_option("--top-p", args->sampling.top_p, "Nucleus sampling mass")->capture_default_str();
-    sub->add_option("--top-k", args->sampling.top_k, "Keep the k most likely tokens (0 or -1: off)")
-        ->capture_default_str();
-    sub->add_option("--seed", args->seed, "Seed of this request's random generator");
-    sub->add_flag("--ignore-eos", args->sampling.ignore_eos, "Do not stop at the end-of-sequence token");
+    sub->add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
+    sub->add_option("--top-p", s.top_p, "Nucleus sampling mass")->capture_default_str();
+    sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 or -1: off)")->capture_default_str();
+    sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+    sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
+    sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
     sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-    sub->add_flag("--json", args->json, "Print one JSON object per prompt");
-    sub->add_option("--max-model-len", args->max_model_len, "Context length limit (default: from the config)");
-    sub->add_option("--block-size", args->block_size, "KV cache block size in tokens (a power of two)")
-        ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128}))
-        ->capture_default_str();
-    sub->callback([sub, args, prompt, prompt_ids] {
-        if (prompt->count() == 0 && prompt_ids->count() == 0) fail("one of --prompt or --prompt-ids is required");
-        run_generate(*args);
-        (void)sub;
+    sub->add_flag("--json", args->json_output, "Print one JSON object per prompt");
+    add_engine_flags(sub, args->engine);
+    sub->callback([args, prompt, prompt_ids, prompts_file] {
+        if (prompt->count() + prompt_ids->count() + prompts_file->count() == 0)
+            fail("one of --prompt, --prompt-ids or --prompts-file is required");
+        run_generate(*args, prompt->count() > 0, prompt_ids->count() > 0);
     });
 });
 

@@ -1,0 +1,106 @@
+// Engine: Engine::submit(input) -> OutputStream, thread-safe; a step thread runs schedule -> copies ->
+// forward -> sample -> detokenize/stop -> stream, continuously batching whatever is in flight. The offline
+// `generate` submits many inputs together and waits for all of them.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/kv_cache_manager.h"
+#include "engine/engine_config.h"
+#include "engine/output_stream.h"
+#include "exec/model_runner.h"
+#include "exec/sampling_params.h"
+#include "sched/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace taco {
+
+struct GenerationInput {
+    std::optional<std::string> prompt;  // tokenized with the model's tokenizer (special tokens added)
+    std::vector<int32_t> prompt_ids;    // used when prompt is absent
+    SamplingParams params;
+};
+
+// Counters the server exports (vLLM's metric names in issue D).
+struct EngineStats {
+    int64_t num_running = 0;
+    int64_t num_waiting = 0;
+    double kv_cache_usage = 0;
+    int64_t prefix_queries_tokens = 0;
+    int64_t prefix_hits_device_tokens = 0;
+    int64_t prefix_hits_host_tokens = 0;
+    int64_t prompt_tokens_total = 0;
+    int64_t generation_tokens_total = 0;
+    int64_t num_preemptions = 0;
+    int64_t num_steps = 0;
+    int64_t num_requests_finished = 0;
+};
+
+class Engine {
+public:
+    static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Validates the input (errors name the parameter) and queues it. The stream yields deltas, then the final.
+    Result<std::shared_ptr<OutputStream>> submit(GenerationInput input);
+    // Aborts a request at any moment; its stream ends with finish reason "abort"-less final output and its KV
+    // blocks are freed. Unknown or finished ids are ignored.
+    void abort(RequestId id);
+    // Submits all inputs together and returns their final outputs in input order (an error per failed input).
+    std::vector<Result<RequestOutput>> generate(std::vector<GenerationInput> inputs);
+
+    EngineStats stats() const;
+    const ModelConfig& model_config() const { return runner_->config(); }
+    const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    int64_t max_model_len() const { return scheduler_config_.max_model_len; }
+
+private:
+    struct SampleState;
+    struct RequestGroup;
+
+    Engine() = default;
+    void step_loop();
+    void step();
+    void drain_inbox();
+    void finish_sample(RequestGroup& group, SampleState& sample, FinishReason reason, RequestStatus status);
+    void process_token(RequestGroup& group, SampleState& sample, int32_t token, const SampleLogprobs* logprobs,
+                       double token_logprob, RequestOutput& delta);
+    void fork_samples(RequestGroup& group);
+    void sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw, RequestOutput& delta);
+    void emit(RequestGroup& group, RequestOutput delta);
+    void update_stats(bool count_step);
+
+    EngineConfig config_;
+    SchedulerConfig scheduler_config_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<ModelRunner> runner_;
+    std::unique_ptr<KvCacheManager> kv_cache_;
+    std::unique_ptr<Scheduler> scheduler_;
+
+    // Owned by the step thread.
+    std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;        // by group id (= stream id)
+    std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;    // request id -> (group, sample)
+
+    mutable std::mutex mutex_;  // guards everything below
+    std::condition_variable wake_;
+    std::vector<std::shared_ptr<RequestGroup>> inbox_;
+    std::vector<RequestId> aborts_;
+    bool stopping_ = false;
+    EngineStats stats_;
+    std::atomic<RequestId> next_id_{1};
+    uint64_t next_arrival_ = 0;
+    std::thread thread_;
+};
+
+}  // namespace taco

@@ -1,0 +1,36 @@
+// What the engine streams back for a request: deltas while it runs, then a final output.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/block.h"
+#include "exec/generator.h"
+#include "exec/sampler.h"
+
+namespace taco {
+
+// One of the n samples of a request. In a streamed delta, token_ids/text/logprobs are what is new since the
+// previous delta; in a final output they are the whole sample.
+struct SampleOutput {
+    int64_t index = 0;
+    std::vector<int32_t> token_ids;
+    std::string text;
+    std::vector<SampleLogprobs> logprobs;  // one per token, when logprobs were asked for
+    double cumulative_logprob = 0;
+    std::optional<FinishReason> finish_reason;
+    std::string stop_reason;               // the stop string, or the stop token id as text; empty for EOS/length
+};
+
+struct RequestOutput {
+    RequestId id = 0;
+    std::vector<int32_t> prompt_ids;
+    int64_t num_cached_tokens = 0;         // prompt tokens served from the prefix cache
+    std::vector<SampleOutput> samples;     // deltas: only samples with something new
+    bool finished = false;
+    std::string error;                     // set when the request failed after submission
+};
+
+}  // namespace taco
