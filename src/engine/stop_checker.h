@@ -23,10 +23,10 @@ public:
     StopChecker(std::vector<std::string> stop_strings, bool include_stop_str_in_output);
 
     struct Step {
-        std::string text;          // safe to emit now
+        std::string text;  // safe to emit now
         bool stopped = false;
-        std::string stop_string;   // the stop string that matched, when stopped by one
-        int64_t stop_index = -1;   // its index in stop_strings()
+        std::string stop_string;  // the stop string that matched, when stopped by one
+        int64_t stop_index = -1;  // its index in stop_strings()
     };
 
     // Feeds the next piece of output text. can_stop = false while the request has at most min_tokens tokens

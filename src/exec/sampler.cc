@@ -15,8 +15,29 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMinTemperature = 1e-2;
 constexpr float kMaxLogitBias = 100.0f;  // vLLM clamps logit_bias values into [-100, 100]
 
+// exp() of anything lower is 0 in double.
+constexpr double kMinExponent = -746.0;
+
 // NaN logits order below everything, so no comparison sees a NaN.
 double order_key(float logit) { return std::isnan(logit) ? -kInf : double(logit); }
+
+// The k-th largest order_key of `logits`, 1 <= k <= size: one pass keeping the k largest in a min-heap.
+double kth_largest(std::span<const float> logits, size_t k) {
+    std::vector<double> heap;
+    heap.reserve(k);
+    for (float v : logits) {
+        const double key = order_key(v);
+        if (heap.size() < k) {
+            heap.push_back(key);
+            std::push_heap(heap.begin(), heap.end(), std::greater<double>());
+        } else if (key > heap.front()) {
+            std::pop_heap(heap.begin(), heap.end(), std::greater<double>());
+            heap.back() = key;
+            std::push_heap(heap.begin(), heap.end(), std::greater<double>());
+        }
+    }
+    return heap.front();
+}
 
 bool valid_id(int32_t id, size_t vocab) { return id >= 0 && size_t(id) < vocab; }
 
@@ -94,67 +115,96 @@ void Sampler::apply_penalties(std::span<float> logits, const SamplingContext& co
 }
 
 int32_t Sampler::sample_random(std::span<const float> logits) {
-    double max_logit = -kInf;
-    for (float v : logits) max_logit = std::max(max_logit, order_key(v));
-    if (max_logit == -kInf) return argmax(logits);  // every token is impossible: nothing to draw from
-
-    // Weights relative to the most likely token after temperature, so min_p compares them directly.
-    const double temperature = std::max(params_.temperature, kMinTemperature);
-    candidates_.clear();
-    for (size_t i = 0; i < logits.size(); ++i) {
-        const double key = order_key(logits[i]);
-        if (key == -kInf) continue;
-        const double weight = std::exp((key - max_logit) / temperature);
-        if (weight > 0 && weight >= params_.min_p) candidates_.push_back({weight, int32_t(i)});
-    }
-
-    if (candidates_.empty()) return argmax(logits);  // min_p > 1: only validate() prevents it
-
-    // top-k keeps every token tied with the k-th largest (vLLM masks logits < the k-th value).
-    const int64_t k = params_.top_k;
-    if (k > 0 && size_t(k) < candidates_.size()) {
-        weights_.resize(candidates_.size());
-        for (size_t i = 0; i < candidates_.size(); ++i) weights_[i] = candidates_[i].weight;
-        std::nth_element(weights_.begin(), weights_.begin() + (k - 1), weights_.end(), std::greater<double>());
-        const double threshold = weights_[size_t(k - 1)];
-        std::erase_if(candidates_, [&](const Candidate& c) { return c.weight < threshold; });
-    }
-
-    double total = 0;
-    for (const Candidate& c : candidates_) total += c.weight;
-
-    // top-p as vLLM: a token survives while the mass of it and everything less likely exceeds 1 - p, so the
-    // kept set is the smallest most-likely prefix reaching p. Sorted lazily: nuclei are usually small.
-    if (params_.top_p < 1.0) {
-        auto more_likely = [](const Candidate& a, const Candidate& b) {
-            return a.weight > b.weight || (a.weight == b.weight && a.token < b.token);
-        };
-        const double tail_limit = (1.0 - params_.top_p) * total;
-        const size_t n = candidates_.size();
-        size_t sorted = 0, keep = 0;
-        double before = 0;  // mass of the kept prefix
-        while (true) {
-            if (keep == sorted) {
-                if (sorted == n) break;
-                const size_t chunk = std::min(n - sorted, std::max<size_t>(256, sorted));
-                std::partial_sort(candidates_.begin() + ptrdiff_t(sorted), candidates_.begin() + ptrdiff_t(sorted + chunk),
-                                  candidates_.end(), more_likely);
-                sorted += chunk;
-            }
-            if (keep > 0 && !(total - before > tail_limit)) break;
-            before += candidates_[keep].weight;
-            ++keep;
-        }
-        candidates_.resize(keep);
-        total = before;
-    }
-
+    const double total = select_candidates(logits);
+    if (candidates_.empty()) return argmax(logits);  // nothing can be drawn (all -inf, or min_p > 1)
     double u = next_uniform() * total;
     for (const Candidate& c : candidates_) {
         u -= c.weight;
         if (u < 0) return c.token;
     }
     return candidates_.back().token;  // u within rounding of total
+}
+
+std::vector<int32_t> Sampler::allowed_tokens(const SamplingParams& params, std::span<const float> logits) {
+    Sampler sampler(params, 0);
+    sampler.select_candidates(logits);
+    std::vector<int32_t> tokens;
+    for (const Candidate& c : sampler.candidates_) tokens.push_back(c.token);
+    std::sort(tokens.begin(), tokens.end());
+    return tokens;
+}
+
+double Sampler::select_candidates(std::span<const float> logits) {
+    candidates_.clear();
+    double max_logit = -kInf;
+    for (float v : logits) max_logit = std::max(max_logit, order_key(v));
+    if (max_logit == -kInf) return 0;
+
+    // top-k keeps every token tied with the k-th largest (vLLM masks logits < the k-th value). vLLM applies
+    // min_p first, but both keep a most-likely prefix, so the order does not change the result.
+    const int64_t k = params_.top_k;
+    const double min_key = k > 0 && size_t(k) < logits.size() ? kth_largest(logits, size_t(k)) : -kInf;
+
+    // Weights relative to the most likely token after temperature, so min_p compares them directly. Tokens
+    // whose weight is 0 in double (or far below min_p) are skipped without an exp.
+    const double temperature = std::max(params_.temperature, kMinTemperature);
+    const double min_scaled = params_.min_p > 0 ? std::log(params_.min_p) - 1e-6 : kMinExponent;
+    for (size_t i = 0; i < logits.size(); ++i) {
+        const double key = order_key(logits[i]);
+        if (key == -kInf || key < min_key) continue;
+        const double scaled = (key - max_logit) / temperature;
+        if (scaled < min_scaled) continue;
+        const double weight = std::exp(scaled);
+        if (weight > 0 && weight >= params_.min_p) candidates_.push_back({weight, int32_t(i)});
+    }
+    double total = 0;
+    for (const Candidate& c : candidates_) total += c.weight;
+    if (params_.top_p < 1.0 && !candidates_.empty()) total = keep_nucleus(total);
+    return total;
+}
+
+// top-p as vLLM: a token survives while it and everything less likely hold more than 1 - p of the mass,
+// i.e. the kept set is the smallest most-likely prefix whose mass reaches p (at least one token). Found by
+// quickselect on (weight desc, id asc), a strict order, so no full sort of a flat distribution is needed.
+double Sampler::keep_nucleus(double total) {
+    auto more_likely = [](const Candidate& a, const Candidate& b) {
+        return a.weight > b.weight || (a.weight == b.weight && a.token < b.token);
+    };
+    const double target = total - (1.0 - params_.top_p) * total;
+    auto at = [&](size_t i) { return candidates_.begin() + ptrdiff_t(i); };
+    // Invariant: [0, lo) are the lo most likely candidates, of mass `before` < target; the cut is <= hi.
+    size_t lo = 0, hi = candidates_.size();
+    double before = 0;
+    while (hi - lo > 32 && before < target) {
+        // Median of three as the pivot.
+        Candidate first = candidates_[lo], pivot = candidates_[lo + (hi - lo) / 2], last = candidates_[hi - 1];
+        if (more_likely(pivot, first)) std::swap(first, pivot);
+        if (more_likely(last, pivot)) {
+            std::swap(pivot, last);
+            if (more_likely(pivot, first)) std::swap(first, pivot);
+        }
+        const size_t mid =
+            size_t(std::partition(at(lo), at(hi), [&](const Candidate& c) { return more_likely(c, pivot); }) -
+                   candidates_.begin());
+        double left_mass = 0;
+        for (size_t i = lo; i < mid; ++i) left_mass += candidates_[i].weight;
+        if (before + left_mass >= target) {
+            hi = mid;  // the cut lies among the more likely ones (mid > lo: before < target)
+            continue;
+        }
+        before += left_mass;
+        lo = mid;
+        // The pivot is the most likely of what remains: it joins the kept prefix.
+        std::iter_swap(at(lo),
+                       std::find_if(at(lo), at(hi), [&](const Candidate& c) { return c.token == pivot.token; }));
+        before += candidates_[lo].weight;
+        ++lo;
+    }
+    std::sort(at(lo), at(hi), more_likely);
+    size_t keep = lo;
+    while (keep < hi && before < target) before += candidates_[keep++].weight;
+    candidates_.resize(keep);
+    return before;
 }
 
 SampleLogprobs Sampler::logprobs_of(std::span<const float> logits, int32_t token, int64_t top_k) {
@@ -175,9 +225,12 @@ SampleLogprobs Sampler::logprobs_of(std::span<const float> logits, int32_t token
 
     const size_t k = size_t(std::clamp<int64_t>(top_k, 0, int64_t(logits.size())));
     if (k > 0) {
-        std::vector<std::pair<double, int32_t>> order(logits.size());
-        for (size_t i = 0; i < logits.size(); ++i) order[i] = {order_key(logits[i]), int32_t(i)};
-        std::partial_sort(order.begin(), order.begin() + ptrdiff_t(k), order.end(), [](const auto& a, const auto& b) {
+        // Everything tied with the k-th largest, then the first k of those by (logit desc, id asc).
+        const double threshold = kth_largest(logits, k);
+        std::vector<std::pair<double, int32_t>> order;
+        for (size_t i = 0; i < logits.size(); ++i)
+            if (order_key(logits[i]) >= threshold) order.emplace_back(order_key(logits[i]), int32_t(i));
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
             return a.first > b.first || (a.first == b.first && a.second < b.second);
         });
         result.top.reserve(k);

@@ -24,7 +24,7 @@ struct TokenLogprob {
     float logprob = 0;
 };
 
-struct SampleLogprobs {             // filled when params.logprobs is set
+struct SampleLogprobs {  // filled when params.logprobs is set
     TokenLogprob sampled;
     int64_t sampled_rank = 0;       // 1-based: how many tokens have a logprob >= the sampled one's (vLLM)
     std::vector<TokenLogprob> top;  // params.logprobs entries, highest first (ties: lower id first)
@@ -49,6 +49,10 @@ public:
     // `token` and the top_k most likely tokens. token must lie in [0, logits.size()).
     static SampleLogprobs logprobs_of(std::span<const float> logits, int32_t token, int64_t top_k);
 
+    // The tokens a non-greedy draw can return from these (already penalised) logits after temperature,
+    // min_p, top-k and top-p, ascending. For tests and debugging.
+    static std::vector<int32_t> allowed_tokens(const SamplingParams& params, std::span<const float> logits);
+
 private:
     struct Candidate {
         double weight;  // exp((logit - max) / temperature), unnormalised
@@ -57,17 +61,18 @@ private:
 
     void apply_penalties(std::span<float> logits, const SamplingContext& context);
     int32_t sample_random(std::span<const float> logits);
+    double select_candidates(std::span<const float> logits);  // fills candidates_; returns their mass
+    double keep_nucleus(double total);                        // top-p over candidates_; returns the kept mass
     double next_uniform();  // [0, 1) from 53 random bits: the same on every standard library
 
     SamplingParams params_;
     std::mt19937_64 rng_;
     // Scratch kept between calls to avoid reallocating per token.
     std::vector<float> raw_;
-    std::vector<int32_t> counts_;         // [vocab] occurrences in the output; reset after use
-    std::vector<uint8_t> in_prompt_;      // [vocab]
+    std::vector<int32_t> counts_;     // [vocab] occurrences in the output; reset after use
+    std::vector<uint8_t> in_prompt_;  // [vocab]
     std::vector<int32_t> touched_;
     std::vector<Candidate> candidates_;
-    std::vector<double> weights_;
 };
 
 }  // namespace taco

@@ -13,23 +13,23 @@
 namespace taco {
 
 struct SamplingParams {
-    int64_t n = 1;                        // samples returned
-    std::optional<int64_t> best_of;       // samples generated (>= n); the n best by cumulative logprob are returned
-    double temperature = 1.0;             // 0: greedy; (0, 0.01) is raised to 0.01 as vLLM does
-    double top_p = 1.0;                   // (0, 1]
-    int64_t top_k = 0;                    // 0 or -1: off
-    double min_p = 0.0;                   // [0, 1], relative to the most likely token after temperature
+    int64_t n = 1;                   // samples returned
+    std::optional<int64_t> best_of;  // samples generated (>= n); the n best by cumulative logprob are returned
+    double temperature = 1.0;        // 0: greedy; (0, 0.01) is raised to 0.01 as vLLM does
+    double top_p = 1.0;              // (0, 1]
+    int64_t top_k = 0;               // 0 or -1: off
+    double min_p = 0.0;              // [0, 1], relative to the most likely token after temperature
     double presence_penalty = 0.0, frequency_penalty = 0.0;  // [-2, 2], over the generated tokens
-    double repetition_penalty = 1.0;      // > 0, over prompt and generated tokens
+    double repetition_penalty = 1.0;                         // > 0, over prompt and generated tokens
     std::map<int32_t, float> logit_bias;  // added to the logits; values clamped to [-100, 100] as vLLM does
     std::optional<uint64_t> seed;
     int64_t max_tokens = 16;
-    int64_t min_tokens = 0;               // EOS and stop tokens are suppressed until this many tokens exist
+    int64_t min_tokens = 0;  // EOS and stop tokens are suppressed until this many tokens exist
     bool ignore_eos = false;
     std::vector<int32_t> stop_token_ids;
-    std::vector<std::string> stop;        // stop strings
+    std::vector<std::string> stop;  // stop strings
     bool include_stop_str_in_output = false;
-    std::optional<int64_t> logprobs;      // top logprobs per generated token (0: the sampled token's only)
+    std::optional<int64_t> logprobs;  // top logprobs per generated token (0: the sampled token's only)
     std::optional<int64_t> prompt_logprobs;
     bool skip_special_tokens = true;
 

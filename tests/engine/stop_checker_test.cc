@@ -50,7 +50,9 @@ TEST(StopChecker, ReleasesAFalseStartOnceItCannotMatch) {
     const StreamRun r = run({"STOP"}, false, {"abc ST", "AR", "T"});
     EXPECT_FALSE(r.stopped);
     EXPECT_EQ(r.steps, (std::vector<std::string>{"abc ", "STAR", "T"}));
-    EXPECT_EQ(r.text, "abc STAR" "T");
+    EXPECT_EQ(r.text,
+              "abc STAR"
+              "T");
 }
 
 TEST(StopChecker, HeldBackSuffixIsReleasedAtFlush) {

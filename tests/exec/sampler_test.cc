@@ -1,5 +1,6 @@
 #include "exec/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -20,8 +21,8 @@ SamplingParams random_params(double temperature = 1.0) {
 }
 
 // Draws `num` tokens from a fresh copy of `logits` each time; returns how often each token came up.
-std::map<int32_t, int> draw(const SamplingParams& params, const std::vector<float>& logits, int num,
-                            uint64_t seed = 7, const SamplingContext& context = {}) {
+std::map<int32_t, int> draw(const SamplingParams& params, const std::vector<float>& logits, int num, uint64_t seed = 7,
+                            const SamplingContext& context = {}) {
     Sampler sampler(params, seed);
     std::map<int32_t, int> seen;
     for (int i = 0; i < num; ++i) {
@@ -188,6 +189,67 @@ TEST(Sampler, MinPAppliesBeforeTopP) {
     EXPECT_EQ(support(draw(params, logits, 4000)), (std::set<int32_t>{0, 1}));
 }
 
+// vLLM's filters written out literally on a sorted copy: temperature, min_p, top-k, then top-p over the
+// ascending cumulative sum (topk_topp_sampler.py), with no shortcuts.
+std::vector<int32_t> reference_allowed(const SamplingParams& p, const std::vector<float>& logits) {
+    const size_t n = logits.size();
+    const double t = std::max(p.temperature, 0.01);
+    std::vector<double> x(n);
+    double max_x = -INFINITY;
+    for (size_t i = 0; i < n; ++i) max_x = std::max(max_x, x[i] = double(logits[i]) / t);
+    for (size_t i = 0; i < n; ++i)  // min_p: probability < min_p * max probability
+        if (std::exp(x[i] - max_x) < p.min_p) x[i] = -INFINITY;
+    if (p.top_k > 0 && size_t(p.top_k) < n) {
+        std::vector<double> sorted = x;
+        std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+        const double kth = sorted[size_t(p.top_k) - 1];
+        for (double& v : x)
+            if (v < kth) v = -INFINITY;
+    }
+    if (p.top_p < 1.0) {
+        std::vector<size_t> ascending(n);
+        for (size_t i = 0; i < n; ++i) ascending[i] = i;
+        std::sort(ascending.begin(), ascending.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+        double z = 0;
+        for (double v : x) z += std::exp(v - max_x);
+        double cumulative = 0;
+        for (size_t j = 0; j + 1 < n; ++j) {  // the last (largest) always stays
+            const size_t i = ascending[j];
+            cumulative += std::exp(x[i] - max_x) / z;
+            if (cumulative <= 1 - p.top_p) x[i] = -INFINITY;
+        }
+    }
+    std::vector<int32_t> allowed;
+    for (size_t i = 0; i < n; ++i)
+        if (x[i] > -INFINITY) allowed.push_back(int32_t(i));
+    return allowed;
+}
+
+TEST(Sampler, FiltersMatchALiteralVllmReferenceOnLargeVocabularies) {
+    std::mt19937 rng(9);
+    int checked = 0;
+    for (float spread : {0.05f, 1.0f, 4.0f}) {  // flat (huge nucleus) to peaky
+        std::normal_distribution<float> normal(0.0f, spread);
+        std::vector<float> logits(5000);
+        for (float& v : logits) v = normal(rng);
+        for (double temperature : {0.3, 1.0, 1.7})
+            for (int64_t top_k : {0, 1, 40, 4999})
+                for (double top_p : {1.0, 0.9, 0.5, 0.05})
+                    for (double min_p : {0.0, 0.2}) {
+                        SamplingParams p = random_params(temperature);
+                        p.top_k = top_k;
+                        p.top_p = top_p;
+                        p.min_p = min_p;
+                        const auto expected = reference_allowed(p, logits);
+                        ASSERT_EQ(Sampler::allowed_tokens(p, logits), expected)
+                            << "spread " << spread << " t " << temperature << " k " << top_k << " p " << top_p
+                            << " min_p " << min_p;
+                        checked += expected.size() > 100;
+                    }
+    }
+    EXPECT_GT(checked, 10);  // some nuclei are large enough to need the quickselect
+}
+
 TEST(Sampler, FrequenciesFollowTheSoftmaxAtTemperature) {
     SamplingParams params = random_params(0.5);  // logits / 0.5 = [2, 6, 6, 4, -2]
     const int n = 40000;
@@ -204,8 +266,8 @@ TEST(Sampler, FrequenciesFollowTheSoftmaxAtTemperature) {
 TEST(Sampler, FrequenciesAfterTopKAndTopPAreRenormalised) {
     const auto logits = logits_of({0.05, 0.5, 0.25, 0.15, 0.05});
     SamplingParams params = random_params(1.0);
-    params.top_k = 3;     // 0.5, 0.25, 0.15 -> / 0.9
-    params.top_p = 0.8;   // 0.5/0.9 + 0.25/0.9 = 0.83 >= 0.8: keeps two, renormalised to 2/3, 1/3
+    params.top_k = 3;    // 0.5, 0.25, 0.15 -> / 0.9
+    params.top_p = 0.8;  // 0.5/0.9 + 0.25/0.9 = 0.83 >= 0.8: keeps two, renormalised to 2/3, 1/3
     const int n = 30000;
     const auto seen = draw(params, logits, n, 3);
     EXPECT_EQ(support(seen), (std::set<int32_t>{1, 2}));
