@@ -1,6 +1,6 @@
 // Tokenizer throughput on one thread: encode English prose with the Llama-3 tokenizer (MB/s counter), decode it
 // back, and load the 128k vocabulary. Prose: the license texts every Debian system ships in
-// /usr/share/common-licenses (the same text bench/tokenizer_bench_hf.mjs measures). Tokenizers come from
+// /usr/share/common-licenses, or $TACO_PROSE_DIR (the same text bench/tokenizer_bench_hf.{mjs,py} measure). Tokenizers come from
 // scripts/setup_test_data.sh. Run: bench/run_tokenizer_bench.sh
 #include <benchmark/benchmark.h>
 
@@ -25,8 +25,9 @@ std::string tokenizer_dir() {
 const std::vector<std::string>& prose() {
     static const std::vector<std::string> texts = [] {
         std::vector<std::string> out;
+        const char* dir = std::getenv("TACO_PROSE_DIR");  // default: Debian's copy of the texts
         for (const char* name : kLicenses) {
-            auto text = taco::read_text_file(std::string("/usr/share/common-licenses/") + name);
+            auto text = taco::read_text_file(std::string(dir ? dir : "/usr/share/common-licenses") + "/" + name);
             if (text.is_ok()) out.push_back(std::move(text).value());
         }
         return out;

@@ -38,7 +38,7 @@ public:
     void reserve(size_t n) {
         size_t cap = 16;
         while (cap < n * 2) cap <<= 1;
-        slots_.assign(cap, Slot{0, kEmpty});
+        slots_.assign(cap, Slot{0, kEmpty, 0, 0, 0});
         entries_.reserve(n);
     }
     // Returns the index of the entry (stable; usable with key()).
@@ -48,15 +48,17 @@ public:
         uint64_t h = hash_bytes(key);
         auto tag = static_cast<uint32_t>(h >> 32);
         for (size_t i = h & mask;; i = (i + 1) & mask) {
-            if (slots_[i].entry == kEmpty) {
-                slots_[i] = {tag, static_cast<uint32_t>(entries_.size())};
-                entries_.push_back({static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size()), id});
+            Slot& slot = slots_[i];
+            if (slot.entry == kEmpty) {
+                slot = {tag, static_cast<uint32_t>(entries_.size()), static_cast<uint32_t>(arena_.size()),
+                        static_cast<uint32_t>(key.size()), id};
+                entries_.push_back(static_cast<uint32_t>(i));
                 arena_.append(key);
-                return slots_[i].entry;
+                return slot.entry;
             }
-            if (slots_[i].tag == tag && this->key(slots_[i].entry) == key) {
-                entries_[slots_[i].entry].id = id;
-                return slots_[i].entry;
+            if (slot.tag == tag && slot.len == key.size() && std::memcmp(arena_.data() + slot.offset, key.data(), key.size()) == 0) {
+                slot.id = id;
+                return slot.entry;
             }
         }
     }
@@ -66,39 +68,46 @@ public:
         uint64_t h = hash_bytes(key);
         auto tag = static_cast<uint32_t>(h >> 32);
         for (size_t i = h & mask;; i = (i + 1) & mask) {
-            if (slots_[i].entry == kEmpty) return std::nullopt;
-            if (slots_[i].tag != tag) continue;
-            const Entry& e = entries_[slots_[i].entry];
-            if (e.len == key.size() && std::memcmp(arena_.data() + e.offset, key.data(), key.size()) == 0) return e.id;
+            const Slot& slot = slots_[i];
+            if (slot.entry == kEmpty) return std::nullopt;
+            if (slot.tag == tag && slot.len == key.size() &&
+                std::memcmp(arena_.data() + slot.offset, key.data(), key.size()) == 0) {
+                return slot.id;
+            }
         }
     }
-    std::string_view key(uint32_t index) const { return {arena_.data() + entries_[index].offset, entries_[index].len}; }
-    int32_t id(uint32_t index) const { return entries_[index].id; }
+    std::string_view key(uint32_t index) const {
+        const Slot& slot = slots_[entries_[index]];
+        return {arena_.data() + slot.offset, slot.len};
+    }
+    int32_t id(uint32_t index) const { return slots_[entries_[index]].id; }
     size_t size() const { return entries_.size(); }
 
 private:
     static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
-    struct Entry {
+    void grow() {
+        size_t cap = slots_.empty() ? 16 : slots_.size() * 2;
+        std::vector<Slot> old = std::move(slots_);
+        slots_.assign(cap, Slot{0, kEmpty, 0, 0, 0});
+        size_t mask = cap - 1;
+        for (uint32_t e = 0; e < entries_.size(); ++e) {
+            Slot s = old[entries_[e]];
+            uint64_t h = hash_bytes({arena_.data() + s.offset, s.len});
+            size_t i = h & mask;
+            while (slots_[i].entry != kEmpty) i = (i + 1) & mask;
+            slots_[i] = s;
+            entries_[e] = static_cast<uint32_t>(i);
+        }
+    }
+    // Everything a probe needs in one 20-byte slot: the key bytes are the only other memory touched.
+    struct Slot {
+        uint32_t tag;    // high hash bits
+        uint32_t entry;  // insertion index, kEmpty if free
         uint32_t offset, len;
         int32_t id;
     };
-    void grow() {
-        size_t cap = slots_.empty() ? 16 : slots_.size() * 2;
-        slots_.assign(cap, Slot{0, kEmpty});
-        size_t mask = cap - 1;
-        for (uint32_t e = 0; e < entries_.size(); ++e) {
-            uint64_t h = hash_bytes(key(e));
-            size_t i = h & mask;
-            while (slots_[i].entry != kEmpty) i = (i + 1) & mask;
-            slots_[i] = {static_cast<uint32_t>(h >> 32), e};
-        }
-    }
-    struct Slot {
-        uint32_t tag;    // high hash bits, checked before touching the entry
-        uint32_t entry;  // index into entries_, kEmpty if free
-    };
     std::vector<Slot> slots_;
-    std::vector<Entry> entries_;
+    std::vector<uint32_t> entries_;  // insertion index -> slot
     std::string arena_;
 };
 

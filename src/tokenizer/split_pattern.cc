@@ -21,7 +21,7 @@ SplitPattern SplitPattern::literal(std::string text) {
 }
 
 Result<SplitPattern> SplitPattern::regex(const std::string& pattern) {
-    TACO_ASSIGN_OR_RETURN(auto re, OnigRegex::compile(pattern));
+    TACO_ASSIGN_OR_RETURN(auto re, Regex::compile(pattern));
     SplitPattern p;
     p.regex_ = std::move(re);
     return p;

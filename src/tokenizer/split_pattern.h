@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
-#include "tokenizer/onig_regex.h"
+#include "tokenizer/regex.h"
 
 namespace taco {
 
@@ -35,7 +35,7 @@ public:
 
 private:
     std::string literal_;
-    std::shared_ptr<OnigRegex> regex_;
+    std::shared_ptr<Regex> regex_;
 };
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
