@@ -171,6 +171,10 @@ double Sampler::keep_nucleus(double total) {
         return a.weight > b.weight || (a.weight == b.weight && a.token < b.token);
     };
     const double target = total - (1.0 - params_.top_p) * total;
+    // Tokens lighter than (1 - p) * total / n are out: all of them together (a least-likely suffix) weigh
+    // less than 1 - p. This drops the long tail of a peaked distribution before the quickselect.
+    const double light = (1.0 - params_.top_p) * total / double(candidates_.size()) * (1 - 1e-9);
+    std::erase_if(candidates_, [&](const Candidate& c) { return c.weight < light; });
     auto at = [&](size_t i) { return candidates_.begin() + ptrdiff_t(i); };
     // Invariant: [0, lo) are the lo most likely candidates, of mass `before` < target; the cut is <= hi.
     size_t lo = 0, hi = candidates_.size();
