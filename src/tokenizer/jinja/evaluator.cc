@@ -25,8 +25,16 @@ Status at_line(const Status& status, int line) {
 using ChangedState = std::shared_ptr<std::optional<std::vector<Value>>>;
 
 Value make_loop(size_t index, size_t length, const std::vector<Value>& items, const ChangedState& changed) {
+    // Keys are built once: a loop object is made per iteration.
+    static const Value kKeys[] = {Value::string("index"),    Value::string("index0"),  Value::string("revindex"),
+                                  Value::string("revindex0"), Value::string("first"),   Value::string("last"),
+                                  Value::string("length"),    Value::string("depth"),   Value::string("depth0"),
+                                  Value::string("previtem"),  Value::string("nextitem"), Value::string("cycle"),
+                                  Value::string("changed")};
     ValueDict d;
-    auto set = [&](const char* key, Value v) { d.entries.emplace_back(Value::string(key), std::move(v)); };
+    d.entries.reserve(std::size(kKeys));
+    size_t next_key = 0;
+    auto set = [&](const char*, Value v) { d.entries.emplace_back(kKeys[next_key++], std::move(v)); };
     int64_t i = static_cast<int64_t>(index);
     int64_t n = static_cast<int64_t>(length);
     set("index", Value::integer(i + 1));
