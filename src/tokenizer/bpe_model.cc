@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <queue>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -78,21 +79,44 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::vector<std::pair<std::st
         m->has_id_[id] = true;
     }
     size_t prefix_len = m->options_.continuing_subword_prefix ? m->options_.continuing_subword_prefix->size() : 0;
+    // Resolving merges to ids is ~3 vocabulary probes each (hundreds of thousands of merges): split over a few
+    // threads, then inserted in rank order (a repeated pair keeps its last rank, as in tokenizers).
+    std::vector<std::pair<uint64_t, MergeMap::Value>> resolved(merges.size());
+    size_t num_threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+    if (merges.size() < 20000) num_threads = 1;
+    std::vector<Status> errors(num_threads);
+    auto resolve = [&](size_t t) {
+        std::string merged;
+        size_t lo = merges.size() * t / num_threads, hi = merges.size() * (t + 1) / num_threads;
+        for (size_t rank = lo; rank < hi; ++rank) {
+            const auto& [a, b] = merges[rank];
+            auto ia = m->vocab_.find(a);
+            auto ib = m->vocab_.find(b);
+            if (!ia || !ib) {
+                errors[t] = error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, !ia ? a : b);
+                return;
+            }
+            if (b.size() < prefix_len) {
+                errors[t] = error("BPE merge {} ('{} {}'): shorter than the subword prefix", rank, a, b);
+                return;
+            }
+            merged.assign(a);
+            merged.append(b, prefix_len);
+            auto in = m->vocab_.find(merged);
+            if (!in) {
+                errors[t] = error("BPE merge {} ('{} {}'): merged token '{}' is not in the vocab", rank, a, b, merged);
+                return;
+            }
+            resolved[rank] = {pair_key(*ia, *ib), {static_cast<uint32_t>(rank), *in}};
+        }
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(resolve, t);
+    resolve(0);
+    for (auto& th : threads) th.join();
+    for (const auto& e : errors) TACO_RETURN_IF_ERROR(e);  // lowest rank first: chunks are in rank order
     m->merges_.reserve(merges.size());
-    std::string merged;
-    for (size_t rank = 0; rank < merges.size(); ++rank) {
-        const auto& [a, b] = merges[rank];
-        auto ia = m->vocab_.find(a);
-        auto ib = m->vocab_.find(b);
-        if (!ia) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, a);
-        if (!ib) return error("BPE merge {} ('{} {}'): '{}' is not in the vocab", rank, a, b, b);
-        merged.assign(a);
-        if (b.size() < prefix_len) return error("BPE merge {} ('{} {}'): shorter than the subword prefix", rank, a, b);
-        merged.append(b, prefix_len);
-        auto in = m->vocab_.find(merged);
-        if (!in) return error("BPE merge {} ('{} {}'): merged token '{}' is not in the vocab", rank, a, b, merged);
-        m->merges_.insert(pair_key(*ia, *ib), {static_cast<uint32_t>(rank), *in});
-    }
+    for (const auto& [key, value] : resolved) m->merges_.insert(key, value);
     for (int b = 0; b < 256; ++b) {
         m->byte_tokens_[b] = m->vocab_.find(fmt::format("<0x{:02X}>", b)).value_or(-1);
     }

@@ -1,6 +1,7 @@
 #include "tokenizer/json_scan.h"
 
 #include <charconv>
+#include <thread>
 
 #include "tokenizer/unicode_utils.h"
 
@@ -183,6 +184,7 @@ Result<ScannedTokenizerJson> scan_tokenizer_json(std::string_view text) {
     Scanner sc(text);
     std::vector<std::pair<size_t, size_t>> cut;  // spans replaced by an empty container
     std::vector<const char*> fill;
+    std::pair<size_t, size_t> vocab_span{0, 0}, merges_span{0, 0};
     std::string key;
     if (!sc.consume('{')) return sc.fail("'{' at the start of the file");
     while (!sc.peek('}')) {
@@ -197,23 +199,9 @@ Result<ScannedTokenizerJson> scan_tokenizer_json(std::string_view text) {
                 if (!sc.consume(':')) return sc.fail("':'");
                 sc.skip_ws();
                 size_t begin = sc.pos();
-                if (model_key == "vocab") {
-                    TACO_ASSIGN_OR_RETURN(bool ok, read_vocab(sc, out.vocab));
-                    if (ok) {
-                        out.has_vocab = true;
-                        cut.emplace_back(begin, sc.pos());
-                        fill.push_back("{}");
-                    } else {
-                        TACO_RETURN_IF_ERROR(sc.skip_value());
-                    }
-                } else if (model_key == "merges") {
-                    TACO_RETURN_IF_ERROR(read_merges(sc, out.merges));
-                    out.has_merges = true;
-                    cut.emplace_back(begin, sc.pos());
-                    fill.push_back("[]");
-                } else {
-                    TACO_RETURN_IF_ERROR(sc.skip_value());
-                }
+                TACO_RETURN_IF_ERROR(sc.skip_value());
+                if (model_key == "vocab") vocab_span = {begin, sc.pos()};
+                if (model_key == "merges") merges_span = {begin, sc.pos()};
                 if (!sc.consume(',')) break;
             }
             if (!sc.consume('}')) return sc.fail("'}' closing \"model\"");
@@ -223,6 +211,47 @@ Result<ScannedTokenizerJson> scan_tokenizer_json(std::string_view text) {
         if (!sc.consume(',')) break;
     }
     if (!sc.consume('}')) return sc.fail("'}' at the end of the file");
+
+    // The two big values are independent: parse them on two threads.
+    Status merges_status;
+    std::thread merges_thread;
+    if (merges_span.second > merges_span.first) {
+        merges_thread = std::thread([&] {
+            Scanner m(text);
+            m.set_pos(merges_span.first);
+            merges_status = read_merges(m, out.merges);
+        });
+    }
+    Status vocab_status;
+    bool vocab_ok = false;
+    if (vocab_span.second > vocab_span.first) {
+        Scanner v(text);
+        v.set_pos(vocab_span.first);
+        auto ok = read_vocab(v, out.vocab);
+        if (ok.is_ok()) {
+            vocab_ok = *ok;
+        } else {
+            vocab_status = ok.status();
+        }
+    }
+    if (merges_thread.joinable()) merges_thread.join();
+    TACO_RETURN_IF_ERROR(vocab_status);
+    TACO_RETURN_IF_ERROR(merges_status);
+    // Spans in file order, replaced by empty containers in `rest`.
+    if (vocab_ok) {
+        out.has_vocab = true;
+        cut.emplace_back(vocab_span);
+        fill.push_back("{}");
+    }
+    if (merges_span.second > merges_span.first) {
+        out.has_merges = true;
+        cut.emplace_back(merges_span);
+        fill.push_back("[]");
+    }
+    if (cut.size() == 2 && cut[0].first > cut[1].first) {
+        std::swap(cut[0], cut[1]);
+        std::swap(fill[0], fill[1]);
+    }
     size_t prev = 0;
     out.rest.reserve(text.size() - (cut.empty() ? 0 : cut.front().second - cut.front().first));
     for (size_t i = 0; i < cut.size(); ++i) {
