@@ -29,7 +29,9 @@ std::string ids_arg(const std::vector<int32_t>& ids) {
 }
 
 TEST(DemoModelCli, GreedyGenerationEqualsTransformersIncludingTheEosToken) {
-    for (const auto& c : read_json("tests/data/demo/greedy.json")["cases"]) {
+    const nlohmann::json golden = read_json("tests/data/demo/greedy.json");
+    ASSERT_EQ(golden["cases"].size(), 3u);
+    for (const auto& c : golden["cases"]) {
         const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
         const auto expected = c["output_ids"].get<std::vector<int32_t>>();
         auto r = run_taco("generate " + kDemo + " --prompt-ids " + ids_arg(prompt) +
