@@ -101,6 +101,20 @@ for (const [json, make] of decoders) {
   const d = make();
   out.decoders.push({ json, cases: tokenLists.map((toks) => [toks, d.decode(toks)]) });
 }
+// Whole tokenizers the downloaded ones do not cover (a small BERT-style WordPiece pipeline), over both corpora.
+const corpus = ["corpus", "heldout"].flatMap((c) =>
+  fs.readFileSync(path.join(root, `tests/data/tokenizer/${c}.jsonl`), "utf8").split("\n").filter((l) => l).map((l) => JSON.parse(l)));
+out.tokenizers = [];
+for (const name of ["bert_wordpiece"]) {
+  const tok = t.Tokenizer.fromFile(path.join(root, `tests/data/tokenizer/${name}/tokenizer.json`));
+  const rows = [];
+  for (const text of corpus) {
+    const ids = (await tok.encode(text, null, { addSpecialTokens: true })).getIds();
+    const plain = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
+    rows.push({ text, ids, ids_plain: plain, decode: await tok.decode(ids, false), decode_skip: await tok.decode(ids, true) });
+  }
+  out.tokenizers.push({ name, rows });
+}
 const file = path.join(root, "tests/data/tokenizer/component_goldens.json");
 fs.writeFileSync(file, JSON.stringify(out) + "\n");
 console.log(`wrote ${file}`);

@@ -7,6 +7,7 @@
 #include "core/file_util.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/json_scan.h"
+#include "tokenizer/wordpiece_model.h"
 #include "tokenizer/tokenizer_impl.h"
 
 namespace taco {
@@ -21,7 +22,11 @@ Result<std::unique_ptr<Model>> make_model(const nlohmann::json& j, ScannedTokeni
                                                             scanned.has_merges ? &scanned.merges : nullptr));
         return std::unique_ptr<Model>(std::move(bpe));
     }
-    return error("unknown model type '{}' (supported: BPE)", type);
+    if (type == "WordPiece") {
+        TACO_ASSIGN_OR_RETURN(auto wp, WordPieceModel::from_json(j, scanned.has_vocab ? &scanned.vocab : nullptr));
+        return std::unique_ptr<Model>(std::move(wp));
+    }
+    return error("unknown model type '{}' (supported: BPE, WordPiece)", type);
 }
 
 Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {

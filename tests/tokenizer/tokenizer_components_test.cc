@@ -7,6 +7,7 @@
 #include "tokenizer/decoders.h"
 #include "tokenizer/normalizers.h"
 #include "tokenizer/pre_tokenizers.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
 
 namespace taco {
@@ -65,6 +66,39 @@ TEST(TokenizerComponents, DecodersMatchRustTokenizers) {
             EXPECT_EQ((*d)->decode(c[0].get<std::vector<std::string>>()), c[1].get<std::string>())
                 << entry["json"].dump() << " on " << c[0].dump();
         }
+    }
+}
+
+}  // namespace
+}  // namespace taco
+
+namespace taco {
+namespace {
+
+TEST(TokenizerComponents, WordPieceBertPipelineMatchesRustTokenizers) {
+    json g = goldens();
+    ASSERT_FALSE(g["tokenizers"].empty());
+    for (const auto& entry : g["tokenizers"]) {
+        std::string name = entry["name"];
+        auto tok = Tokenizer::load(test::source_path("tests/data/tokenizer/" + name));
+        ASSERT_TRUE(tok.is_ok()) << tok.status().message();
+        size_t failures = 0;
+        for (const auto& row : entry["rows"]) {
+            std::string text = row["text"];
+            auto ids = (*tok)->encode(text, true);
+            auto plain = (*tok)->encode(text, false);
+            ASSERT_TRUE(ids.is_ok() && plain.is_ok());
+            std::vector<int32_t> golden_ids = row["ids"];
+            bool ok = *ids == golden_ids && *plain == row["ids_plain"].get<std::vector<int32_t>>() &&
+                      (*tok)->decode(golden_ids, false) == row["decode"].get<std::string>() &&
+                      (*tok)->decode(golden_ids, true) == row["decode_skip"].get<std::string>();
+            if (!ok && failures++ < 5) {
+                ADD_FAILURE() << name << " " << json(text).dump() << "\n got  " << json(*ids).dump() << " "
+                              << json((*tok)->decode(golden_ids, false)).dump() << "\n want " << row["ids"].dump() << " "
+                              << row["decode"].dump();
+            }
+        }
+        EXPECT_EQ(failures, 0u) << name;
     }
 }
 
