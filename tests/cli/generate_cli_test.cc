@@ -1,6 +1,7 @@
 // `taco_llm generate` as the issue's "done when" runs it, and its errors.
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -58,9 +59,9 @@ TEST(GenerateCli, ErrorsGoToStderrWithNonZeroExit) {
              {"generate /nonexistent/model --prompt-ids 1", "no config.json"},
              {"generate " + llama + " --prompt-ids 1,x,3", "'x' is not a token id"},
              {"generate " + llama + " --prompt-ids 1,99999", "outside the vocabulary"},
-             {"generate " + llama + " --prompt-ids 1 --max-tokens 500", "exceeds the model's maximum length"},
+             {"generate " + llama + " --prompt-ids 1 --max-tokens 500", "maximum context length is 128 tokens"},
              {"generate " + llama + " --prompt-ids 1 --top-p 2", "top_p must be in (0, 1]"},
-             {"generate " + llama, "one of --prompt or --prompt-ids is required"},
+             {"generate " + llama, "one of --prompt, --prompt-ids or --prompts-file is required"},
          }) {
         auto r = run_taco(c.args);
         EXPECT_NE(r.exit_code, 0) << c.args;
@@ -113,6 +114,53 @@ TEST(GenerateCli, PromptTextWithoutATokenizerIsAClearError) {
     EXPECT_NE(r.err.find("no tokenizer"), std::string::npos) << r.err;
     auto ids_only = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompt-ids 1,2 --json");
     EXPECT_TRUE(nlohmann::json::parse(ids_only.out)["text"].is_null());
+}
+
+}  // namespace
+}  // namespace taco
+
+namespace taco {
+namespace {
+
+TEST(GenerateCli, PromptsFileRunsTogetherAndPrintsInInputOrder) {
+    std::ifstream in(testing_util::golden_model_dir("qwen2") + "/golden.json");
+    auto golden = nlohmann::json::parse(in);
+    const std::string path = ::testing::TempDir() + "/taco_prompts.jsonl";
+    {
+        std::ofstream out(path);
+        for (const auto& c : golden["cases"])
+            out << nlohmann::json({{"prompt_ids", c["prompt_ids"]}, {"max_tokens", 24}, {"min_tokens", 24}}).dump()
+                << "\n";
+        out << "\n" << R"({"prompt_ids": [5, 6, 7], "max_tokens": 3, "temperature": 0.9, "seed": 1, "n": 2})" << "\n";
+    }
+    auto r = run_taco("generate " + testing_util::golden_model_dir("qwen2") + " --prompts-file " + path +
+                      " --temperature 0 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    size_t i = 0;
+    while (std::getline(lines, line)) {
+        auto out = nlohmann::json::parse(line);
+        if (i < golden["cases"].size()) {
+            EXPECT_EQ(out["token_ids"], golden["cases"][i]["greedy_ids"]) << "line " << i;
+        } else {
+            EXPECT_EQ(out["outputs"].size(), 2u);
+            EXPECT_EQ(out["outputs"][1]["token_ids"].size(), 3u);
+        }
+        ++i;
+    }
+    EXPECT_EQ(i, golden["cases"].size() + 1);
+}
+
+TEST(GenerateCli, MalformedPromptsFileNamesTheLine) {
+    const std::string path = ::testing::TempDir() + "/taco_bad_prompts.jsonl";
+    std::ofstream(path) << R"({"prompt_ids": [1, 2]})" << "\n" << R"({"prompt_ids": [1, 2], "top_p": "x"})" << "\n";
+    auto r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompts-file " + path);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(":2: 'top_p' must be a number"), std::string::npos) << r.err;
+    std::ofstream(path) << R"({"prompt_ids": [1, 2], "colour": "blue"})" << "\n";
+    r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompts-file " + path);
+    EXPECT_NE(r.err.find(":1: unknown field 'colour'"), std::string::npos) << r.err;
 }
 
 }  // namespace
