@@ -4,7 +4,6 @@
 #include <cmath>
 #include <vector>
 
-#include "exec/generator.h"
 #include "model/kv_cache_tensors.h"
 
 namespace taco {
@@ -71,7 +70,7 @@ Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<c
             return error("token {} (at index {}) is outside the vocabulary [0, {})", token_ids[i], i,
                          config.vocab_size);
     }
-    const int64_t max_len = derived_max_model_len(config);
+    const int64_t max_len = config.derived_max_model_len();
     PerplexityOptions resolved = options;
     if (resolved.window == 0) resolved.window = std::min(max_len, PerplexityOptions::kDefaultWindow);
     if (resolved.stride == 0) resolved.stride = std::max<int64_t>(1, resolved.window / 2);

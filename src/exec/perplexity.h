@@ -20,9 +20,9 @@
 namespace taco {
 
 struct PerplexityOptions {
-    int64_t window = 0;              // tokens per window; 0: min(max model length, kDefaultWindow)
-    int64_t stride = 0;              // 0: window / 2 (the guide's 1024 / 512)
-    int64_t block_size = 16;         // KV cache block size
+    int64_t window = 0;                  // tokens per window; 0: min(max model length, kDefaultWindow)
+    int64_t stride = 0;                  // 0: window / 2 (the guide's 1024 / 512)
+    int64_t block_size = 16;             // KV cache block size
     int64_t forward_chunk_tokens = 512;  // a window runs as chunked prefill; bounds logits memory
 
     static constexpr int64_t kDefaultWindow = 1024;
@@ -32,9 +32,9 @@ struct PerplexityResult {
     int64_t num_tokens = 0;         // tokens in the text
     int64_t num_scored_tokens = 0;  // tokens whose -log p was summed
     int64_t num_windows = 0;
-    int64_t window = 0;             // the window and stride used (defaults resolved)
+    int64_t window = 0;  // the window and stride used (defaults resolved)
     int64_t stride = 0;
-    double nll_sum = 0;             // sum of -log p (natural log) over scored tokens
+    double nll_sum = 0;  // sum of -log p (natural log) over scored tokens
 
     double mean_nll() const { return nll_sum / double(num_scored_tokens); }
     double perplexity() const;

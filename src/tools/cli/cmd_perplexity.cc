@@ -34,10 +34,10 @@ void run_perplexity(const PerplexityArgs& args) {
     auto result = sliding_window_perplexity(**decoder, *ids, args.options);
     if (!result) fail(fmt::format("{}: {}", args.text_file, result.status().message()));
     if (args.json_output) {
-        nlohmann::json out = {{"tokens", result->num_tokens},          {"scored_tokens", result->num_scored_tokens},
-                              {"windows", result->num_windows},        {"window", result->window},
-                              {"stride", result->stride},              {"nll_sum", result->nll_sum},
-                              {"mean_nll", result->mean_nll()},        {"perplexity", result->perplexity()}};
+        nlohmann::json out = {{"tokens", result->num_tokens},   {"scored_tokens", result->num_scored_tokens},
+                              {"windows", result->num_windows}, {"window", result->window},
+                              {"stride", result->stride},       {"nll_sum", result->nll_sum},
+                              {"mean_nll", result->mean_nll()}, {"perplexity", result->perplexity()}};
         std::printf("%s\n", out.dump().c_str());
     } else {
         std::printf("tokens %lld perplexity %.6f\n", static_cast<long long>(result->num_tokens), result->perplexity());
@@ -50,8 +50,7 @@ const CommandRegistrar registrar(30, [](CLI::App& app) {
     CLI::App* sub = app.add_subcommand("perplexity", "Perplexity of a text file (sliding windows, as transformers)");
     sub->add_option("model", args->model_dir, "Model folder (config.json, *.safetensors, tokenizer)")->required();
     sub->add_option("--text-file", args->text_file, "UTF-8 text file to score")->required();
-    sub->add_option("--window", args->options.window,
-                    "Tokens per window (default: min(max model length, 1024))");
+    sub->add_option("--window", args->options.window, "Tokens per window (default: min(max model length, 1024))");
     sub->add_option("--stride", args->options.stride, "Tokens between window starts (default: window / 2)");
     sub->add_flag("--json", args->json_output, "Print one JSON object");
     sub->callback([args] { run_perplexity(*args); });
