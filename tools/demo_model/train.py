@@ -193,7 +193,7 @@ def train_tokenizer(texts, vocab_size, out_dir):
 
 
 @torch.no_grad()
-def sliding_window_nll(model, ids, window, stride, device, batch_size=32):
+def sliding_window_nll(model, ids, window, stride, device):
     """transformers' perplexity guide: windows [begin, begin + window) for begin = 0, stride, 2 stride, ...
     until a window reaches the end; a window scores its last (end - previous end) tokens, the first window
     every token but the first. Returns (sum of NLL in float64, number of scored tokens, guide-formula ppl),
@@ -206,18 +206,16 @@ def sliding_window_nll(model, ids, window, stride, device, batch_size=32):
         if end == len(ids):
             break
     nll_sum, count, guide_sum, guide_count = 0.0, 0, 0.0, 0
-    for i in range(0, len(windows), batch_size):
-        chunk = windows[i:i + batch_size]
-        for begin, end, trg_len in chunk:  # windows differ in length only at the end; run them one by one
-            x = torch.tensor(ids[begin:end], device=device).unsqueeze(0)
-            logits = model(x).logits[0].double()
-            logp = torch.log_softmax(logits[:-1], dim=-1)
-            nll = -logp.gather(1, x[0, 1:].unsqueeze(1)).squeeze(1)
-            scored = nll[-min(trg_len, end - begin - 1):]
-            nll_sum += scored.sum().item()
-            count += scored.numel()
-            guide_sum += scored.mean().item() * (trg_len - 1)
-            guide_count += trg_len - 1
+    for begin, end, trg_len in windows:
+        x = torch.tensor(ids[begin:end], device=device).unsqueeze(0)
+        logits = model(x).logits[0].double()
+        logp = torch.log_softmax(logits[:-1], dim=-1)
+        nll = -logp.gather(1, x[0, 1:].unsqueeze(1)).squeeze(1)
+        scored = nll[-min(trg_len, end - begin - 1):]
+        nll_sum += scored.sum().item()
+        count += scored.numel()
+        guide_sum += scored.mean().item() * (trg_len - 1)
+        guide_count += trg_len - 1
     return nll_sum, count, math.exp(guide_sum / guide_count)
 
 
