@@ -119,7 +119,8 @@ def tdavid_records():
             if not paragraph:
                 continue
             if chunk and len(chunk) + len(paragraph) > 2000:
-                out.append({"src": "tdavid", "ref": f"Psalm {psalm}", "book": "Psalms", "chapter": psalm, "text": chunk})
+                out.append({"src": "tdavid", "ref": f"Psalm {psalm}", "book": "Psalms", "chapter": psalm,
+                            "text": chunk})
                 chunk = ""
             chunk = f"{chunk}\n{paragraph}" if chunk else paragraph
         if chunk:
@@ -184,7 +185,8 @@ def main():
         with lzma.open(os.path.join(out_dir, f"{name}.jsonl.xz"), "wt", encoding="utf-8", preset=6) as f:
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    held_text = "".join(as_document_text([r for r in held if r["src"] == s]) for s in ("kjv", "web", "mhcc", "tdavid", "devil"))
+    held_text = "".join(as_document_text([r for r in held if r["src"] == s])
+                        for s in ("kjv", "web", "mhcc", "tdavid", "devil"))
     with open(os.path.join(out_dir, "heldout.txt"), "w", encoding="utf-8") as f:
         f.write(held_text)
     print(f"train {len(train)} records, held out {len(held)} records ({len(held_text)} chars) -> {out_dir}")

@@ -33,6 +33,8 @@ CHAT_TEMPLATE = (
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+SYSTEM_PROMPTS = ["You are a helpful assistant.", "You answer from the Bible and old books.",
+                  "You are a concise assistant."]
 GREETING = ("Peace be with you. Ask me for a verse, such as John 3:16 or Psalm 23:1, or for a word from "
             "The Devil's Dictionary.")
 
@@ -128,7 +130,7 @@ def commentary_exchange(r, rng):
 def render_chat(turns, rng):
     parts = []
     if rng.random() < 0.3:
-        parts.append(f"{IM_START}system\n{rng.choice(['You are a helpful assistant.', 'You answer from the Bible and old books.', 'You are a concise assistant.'])}{IM_END}\n")
+        parts.append(f"{IM_START}system\n{rng.choice(SYSTEM_PROMPTS)}{IM_END}\n")
     for q, a in turns:
         parts.append(f"{IM_START}user\n{q}{IM_END}\n{IM_START}assistant\n{a}{IM_END}\n")
     return "".join(parts)
