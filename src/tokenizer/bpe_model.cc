@@ -254,7 +254,8 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         if (index > 0) symbols.back().next = index;
         symbols.push_back({id, index - 1, -1, len});
     };
-    std::optional<std::pair<int32_t, uint32_t>> unk;  // pending unknown (id, byte length)
+    int32_t unk_id = -1;  // pending unknown: id (-1: none) and byte length
+    uint32_t unk_len = 0;
     std::string piece;
     for (size_t pos = 0; pos < word.size();) {
         size_t len = unicode::valid_sequence_length(word, pos);
@@ -267,9 +268,9 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         pos += len;
 
         if (auto id = vocab_.find(piece)) {
-            if (unk) {
-                add(unk->first, unk->second);
-                unk.reset();
+            if (unk_id >= 0) {
+                add(unk_id, unk_len);
+                unk_id = -1;
             }
             add(*id, static_cast<uint32_t>(len));
             continue;
@@ -284,15 +285,16 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         }
         if (options_.unk_token) {
             if (!unk_id_) return error("BPE: unk token '{}' is not in the vocab", *options_.unk_token);
-            if (unk && options_.fuse_unk) {
-                unk->second += static_cast<uint32_t>(len);
+            if (unk_id >= 0 && options_.fuse_unk) {
+                unk_len += static_cast<uint32_t>(len);
             } else {
-                if (unk) add(unk->first, unk->second);
-                unk = std::make_pair(*unk_id_, static_cast<uint32_t>(len));
+                if (unk_id >= 0) add(unk_id, unk_len);
+                unk_id = *unk_id_;
+                unk_len = static_cast<uint32_t>(len);
             }
         }
     }
-    if (unk) add(unk->first, unk->second);
+    if (unk_id >= 0) add(unk_id, unk_len);
 
     std::priority_queue<MergeCandidate> queue;
     for (size_t i = 0; i + 1 < symbols.size(); ++i) {

@@ -162,7 +162,7 @@ public:
                 if (t.compare(0, prefix_.size(), prefix_) == 0) {
                     t.erase(0, prefix_.size());
                 } else {
-                    t.insert(0, " ");
+                    t = " " + t;
                 }
             }
             if (cleanup_) t = wordpiece_cleanup(std::move(t));

@@ -54,11 +54,11 @@ public:
                 case 'r': out.push_back('\r'); break;
                 case 't': out.push_back('\t'); break;
                 case 'u': {
-                    int32_t cp;
+                    int32_t cp = 0;
                     TACO_RETURN_IF_ERROR(read_hex4(cp));
                     if (cp >= 0xD800 && cp <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' && s_[pos_ + 1] == 'u') {
                         pos_ += 2;
-                        int32_t low;
+                        int32_t low = 0;
                         TACO_RETURN_IF_ERROR(read_hex4(low));
                         if (low < 0xDC00 || low > 0xDFFF) return fail("a low surrogate");
                         cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
@@ -138,7 +138,7 @@ Result<bool> read_vocab(Scanner& sc, std::vector<std::pair<std::string, int32_t>
         TACO_RETURN_IF_ERROR(sc.read_string(key));
         if (!sc.consume(':')) return sc.fail("':'");
         sc.skip_ws();
-        int32_t id;
+        int32_t id = 0;
         if (!sc.read_int(id).is_ok()) {
             sc.set_pos(start);
             vocab.clear();

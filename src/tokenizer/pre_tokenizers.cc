@@ -95,7 +95,7 @@ public:
 
 protected:
     void split(TextPiece&& piece, std::vector<TextPiece>& out) const override {
-        if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) piece.text.insert(0, " ");
+        if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) piece.text = " " + piece.text;
         size_t first = out.size();
         if (pattern_) {
             split_by(std::move(piece), pattern_->find_matches(piece.text), SplitBehavior::kIsolated, out);
@@ -116,7 +116,9 @@ public:
         if (text.empty()) return;
         std::string prefixed;
         if (add_prefix_space_ && (text.empty() || text[0] != ' ')) {
-            prefixed = " " + std::string(text);
+            prefixed.reserve(text.size() + 1);
+            prefixed.push_back(' ');
+            prefixed.append(text);
             text = prefixed;
         }
         // One buffer per nesting depth and thread: no allocation per word once warm.
@@ -171,7 +173,7 @@ protected:
             case PrependScheme::kFirst: prepend = !starts && piece.original_start == 0; break;
             case PrependScheme::kNever: break;
         }
-        if (prepend) text.insert(0, replacement_);
+        if (prepend) text = replacement_ + text;
         piece.text = std::move(text);
         if (!split_) {
             out.push_back(std::move(piece));
