@@ -70,10 +70,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
         TACO_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::load(config.model_dir));
     }
     SchedulerConfig& sc = engine->scheduler_config_;
-    sc.max_model_len = config.max_model_len > 0 ? config.max_model_len : derived_max_model_len(model);
-    if (config.max_model_len > derived_max_model_len(model))
+    sc.max_model_len = config.max_model_len > 0 ? config.max_model_len : model.derived_max_model_len();
+    if (config.max_model_len > model.derived_max_model_len())
         log_warn("--max-model-len {} is above the model's {}; outputs past it may be meaningless", config.max_model_len,
-                 derived_max_model_len(model));
+                 model.derived_max_model_len());
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;

@@ -4,13 +4,24 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/block.h"
-#include "exec/generator.h"
 #include "exec/sampler.h"
 
 namespace taco {
+
+enum class FinishReason { kLength, kStop, kAbort };
+
+inline std::string_view finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::kLength: return "length";
+        case FinishReason::kStop: return "stop";
+        case FinishReason::kAbort: return "abort";
+    }
+    return "?";
+}
 
 // One of the n samples of a request. In a streamed delta, token_ids/text/logprobs are what is new since the
 // previous delta; in a final output they are the whole sample.

@@ -273,6 +273,21 @@ Status ModelConfig::validate() const {
     return Status::ok();
 }
 
+int64_t ModelConfig::derived_max_model_len() const {
+    switch (rope.type) {
+        case RopeType::kDefault:
+        case RopeType::kLlama3: return max_position_embeddings;
+        case RopeType::kLinear:
+        case RopeType::kDynamic: return int64_t(double(max_position_embeddings) * rope.factor);
+        case RopeType::kYarn: {
+            int64_t base = rope.original_max_position_embeddings > 0 ? rope.original_max_position_embeddings
+                                                                      : max_position_embeddings;
+            return int64_t(double(base) * rope.factor);
+        }
+    }
+    return max_position_embeddings;
+}
+
 Result<ModelConfig> ModelConfig::load_dir(const std::string& dir) {
     const std::string config_path = join_path(dir, "config.json");
     if (!file_exists(config_path)) return error("{}: no config.json (is this a model folder?)", dir);

@@ -72,6 +72,9 @@ struct ModelConfig {
 
     Status validate() const;
     int64_t rotary_dim() const { return int64_t(double(head_dim) * rope.partial_rotary_factor); }
+    // vLLM's default context length: max_position_embeddings, times the rope factor for linear/dynamic/yarn
+    // (from original_max_position_embeddings when yarn names it).
+    int64_t derived_max_model_len() const;
 };
 
 std::string_view rope_type_name(RopeType type);

@@ -164,6 +164,38 @@ TEST(Engine, BestOfReturnsTheNMostLikelySamples) {
     EXPECT_LT(out[0]->samples[0].cumulative_logprob, 0.0);
 }
 
+TEST(Engine, EosStopsOnlyAfterMinTokensAndStopTokenIdsAreReported) {
+    auto engine = make_engine("llama");
+    auto free_run = engine->generate({greedy_input({5, 6, 7}, 12)});
+    const int32_t fourth = tokens_of(free_run[0]).at(3);
+    GenerationInput stopping = greedy_input({5, 6, 7}, 12);
+    stopping.params.stop_token_ids = {fourth};
+    auto stopped = engine->generate({stopping});
+    ASSERT_TRUE(stopped[0].is_ok());
+    EXPECT_EQ(stopped[0]->samples[0].finish_reason, FinishReason::kStop);
+    EXPECT_EQ(stopped[0]->samples[0].token_ids.back(), fourth);
+    EXPECT_EQ(stopped[0]->samples[0].stop_reason, std::to_string(fourth));
+    stopping.params.min_tokens = 12;
+    auto forced = engine->generate({stopping});
+    EXPECT_EQ(forced[0]->samples[0].finish_reason, FinishReason::kLength);
+    EXPECT_EQ(forced[0]->samples[0].token_ids.size(), 12u);
+}
+
+TEST(Engine, ChunkedPrefillAndBlockSizeDoNotChangeTokens) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 70; ++i) prompt.push_back((i * 37) % 500);
+    auto whole = make_engine("llama");
+    EngineConfig config;
+    config.model_dir = testing_util::model_dir("llama");
+    config.max_model_len = 128;
+    config.max_num_batched_tokens = 7;  // a 70-token prompt takes ten steps
+    config.block_size = 4;
+    auto chunked = Engine::create(config);
+    ASSERT_TRUE(chunked.is_ok()) << chunked.status().message();
+    EXPECT_EQ(tokens_of(whole->generate({greedy_input(prompt, 8)})[0]),
+              tokens_of((*chunked)->generate({greedy_input(prompt, 8)})[0]));
+}
+
 TEST(Engine, InvalidInputsAreClearErrors) {
     auto engine = make_engine("llama");
     EXPECT_NE(engine->submit(greedy_input({}, 4)).status().message().find("empty"), std::string::npos);

@@ -126,6 +126,16 @@ TEST(ModelConfig, UnsupportedOrMalformedInputNamesTheProblem) {
     EXPECT_NE(error_of(json::array()).find("must be a JSON object"), std::string::npos);
 }
 
+TEST(ModelConfig, DerivedMaxModelLenFollowsVllmForEachRopeKind) {
+    auto len = [](const char* name) {
+        return ModelConfig::load_dir(testing_util::models_root() + "/" + name)->derived_max_model_len();
+    };
+    EXPECT_EQ(len("llama"), 128);
+    EXPECT_EQ(len("llama_linear"), 64);   // 32 x 2
+    EXPECT_EQ(len("llama_yarn"), 128);    // original 32 x 4
+    EXPECT_EQ(len("llama_llama3"), 128);  // max_position_embeddings as is
+}
+
 TEST(ArchRegistry, UnknownArchitectureIsAnErrorListingTheSupportedOnes) {
     json c = llama_config();
     c["architectures"] = {"MambaForCausalLM"};
