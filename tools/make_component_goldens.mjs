@@ -101,11 +101,11 @@ for (const [json, make] of decoders) {
   const d = make();
   out.decoders.push({ json, cases: tokenLists.map((toks) => [toks, d.decode(toks)]) });
 }
-// Whole tokenizers the downloaded ones do not cover (a small BERT-style WordPiece pipeline), over both corpora.
+// Whole tokenizers the downloaded ones do not cover (a small BERT-style WordPiece pipeline, a Unigram model from spm_train), over both corpora.
 const corpus = ["corpus", "heldout"].flatMap((c) =>
   fs.readFileSync(path.join(root, `tests/data/tokenizer/${c}.jsonl`), "utf8").split("\n").filter((l) => l).map((l) => JSON.parse(l)));
 out.tokenizers = [];
-for (const name of ["bert_wordpiece"]) {
+for (const name of ["bert_wordpiece", "unigram"]) {
   const tok = t.Tokenizer.fromFile(path.join(root, `tests/data/tokenizer/${name}/tokenizer.json`));
   const rows = [];
   for (const text of corpus) {

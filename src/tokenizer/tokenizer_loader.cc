@@ -7,6 +7,7 @@
 #include "core/file_util.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/json_scan.h"
+#include "tokenizer/unigram_model.h"
 #include "tokenizer/wordpiece_model.h"
 #include "tokenizer/tokenizer_impl.h"
 
@@ -26,7 +27,11 @@ Result<std::unique_ptr<Model>> make_model(const nlohmann::json& j, ScannedTokeni
         TACO_ASSIGN_OR_RETURN(auto wp, WordPieceModel::from_json(j, scanned.has_vocab ? &scanned.vocab : nullptr));
         return std::unique_ptr<Model>(std::move(wp));
     }
-    return error("unknown model type '{}' (supported: BPE, WordPiece)", type);
+    if (type == "Unigram") {
+        TACO_ASSIGN_OR_RETURN(auto unigram, UnigramModel::from_json(j));
+        return std::unique_ptr<Model>(std::move(unigram));
+    }
+    return error("unknown model type '{}' (supported: BPE, WordPiece, Unigram)", type);
 }
 
 Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {

@@ -75,7 +75,7 @@ TEST(TokenizerComponents, DecodersMatchRustTokenizers) {
 namespace taco {
 namespace {
 
-TEST(TokenizerComponents, WordPieceBertPipelineMatchesRustTokenizers) {
+TEST(TokenizerComponents, WordPieceAndUnigramPipelinesMatchRustTokenizers) {
     json g = goldens();
     ASSERT_FALSE(g["tokenizers"].empty());
     for (const auto& entry : g["tokenizers"]) {
