@@ -6,7 +6,7 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/canonical_dot.h"
+#include "kernels/cpu/dot_internal.h"
 #include "kernels/ops.h"
 
 namespace taco::ops {
@@ -89,7 +89,7 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
             scores.resize(size_t(p - first + 1));
             float max_score = -std::numeric_limits<float>::infinity();
             for (int64_t j = first; j <= p; ++j) {
-                float s = cpu::canonical_dot_f32(qv, slot_row(k_cache, j), head_dim) * params.scale;
+                float s = cpu::dot_f32(qv, slot_row(k_cache, j), head_dim) * params.scale;
                 if (params.logit_softcap > 0) s = params.logit_softcap * std::tanh(s / params.logit_softcap);
                 scores[size_t(j - first)] = s;
                 max_score = std::max(max_score, s);

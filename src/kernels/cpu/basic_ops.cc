@@ -4,7 +4,7 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/canonical_dot.h"
+#include "kernels/cpu/dot_internal.h"
 #include "kernels/ops.h"
 
 namespace taco::ops {
@@ -60,7 +60,7 @@ void rms_norm(const TensorView& x, const TensorView& weight, float eps, float we
         for (int64_t r = begin; r < end; ++r) {
             const float* src = x.row<float>(r);
             float* dst = out.row<float>(r);
-            float mean_square = cpu::canonical_dot_f32(src, src, hidden) / float(hidden);
+            float mean_square = cpu::dot_f32(src, src, hidden) / float(hidden);
             float inv = 1.0f / std::sqrt(mean_square + eps);
             for (int64_t i = 0; i < hidden; ++i) dst[i] = (w[i] + weight_offset) * (src[i] * inv);
         }
@@ -84,7 +84,7 @@ void layer_norm(const TensorView& x, const TensorView& weight, const TensorView*
             for (int64_t i = 0; i < hidden; ++i) sum += src[i];
             float mean = sum / float(hidden);
             for (int64_t i = 0; i < hidden; ++i) centered[size_t(i)] = src[i] - mean;
-            float var = cpu::canonical_dot_f32(centered.data(), centered.data(), hidden) / float(hidden);
+            float var = cpu::dot_f32(centered.data(), centered.data(), hidden) / float(hidden);
             float inv = 1.0f / std::sqrt(var + eps);
             for (int64_t i = 0; i < hidden; ++i) dst[i] = centered[size_t(i)] * inv * w[i] + (b ? b[i] : 0.0f);
         }

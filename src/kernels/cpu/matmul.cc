@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/canonical_dot.h"
+#include "kernels/cpu/dot_internal.h"
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/ops.h"
 
@@ -38,7 +39,7 @@ void matmul(const TensorView& x, const TensorView& w, const TensorView* bias, co
     }
 }
 
-float dot(const float* a, const float* b, int64_t k) { return cpu::canonical_dot_f32(a, b, k); }
+float dot(const float* a, const float* b, int64_t k) { return cpu::dot_f32(a, b, k); }
 
 }  // namespace taco::ops
 
