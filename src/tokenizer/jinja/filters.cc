@@ -132,6 +132,7 @@ Result<Value> python_int(const Value& value, const Value& fallback, int base) {
 Result<Value> select_like(const std::string& name, const Value& value, CallArgs& args, Evaluator& ev) {
     bool by_attr = name == "selectattr" || name == "rejectattr";
     bool keep_matches = name == "select" || name == "selectattr";
+    if (!value.truthy()) return Value::list({});  // jinja2 iterates only `if value`
     TACO_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));
     size_t first = 0;
     Value attribute;
@@ -167,6 +168,7 @@ Result<Value> select_like(const std::string& name, const Value& value, CallArgs&
 }
 
 Result<Value> map_filter(const Value& value, CallArgs& args, Evaluator& ev) {
+    if (!value.truthy()) return Value::list({});  // jinja2 iterates only `if value`
     TACO_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));
     std::vector<Value> out;
     const Value* attribute = nullptr;
@@ -227,6 +229,9 @@ Result<Value> tojson_filter(const Value& value, CallArgs& args) {
 
 Result<Value> indent_filter(const Value& value, CallArgs& args) {
     TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"width", "first", "blank"}, 0, "indent"));
+    // jinja2 appends "\n" to the value itself, so anything but a string fails.
+    if (value.is_undefined()) return Status::error(value.undefined_message());
+    if (!value.is_string()) return error("unsupported operand type(s) for +=: '{}' and 'str'", value.type_name());
     std::string indention = "    ";
     if (a.has(0)) {
         indention = a.get(0).is_string() ? a.get(0).as_string()
@@ -305,6 +310,8 @@ bool is_known_filter(const std::string& name) { return filter_names().count(name
 
 Result<Value> call_filter(const std::string& name, const Value& value, CallArgs& args, Evaluator& ev) {
     if (!is_known_filter(name)) return error("no filter named '{}'", name);
+    if ((name == "int" || name == "float" || name == "attr") && value.is_undefined())
+        return Status::error(value.undefined_message());
     if (name == "tojson") return tojson_filter(value, args);
     if (name == "default" || name == "d") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"default_value", "boolean"}, 0, name));
@@ -373,11 +380,18 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
         bool killwords = a.has(1) && a.get(1).truthy();
         std::string end = a.has(2) ? a.get(2).str() : "...";
         int64_t leeway = a.has(3) && !a.get(3).is_none() ? a.get(3).as_int() : 5;
-        auto cps = to_code_points(value.str());
         int64_t end_len = static_cast<int64_t>(code_point_count(end));
         if (length < end_len) return error("expected length >= {}, got {}", end_len, length);
         if (leeway < 0) return error("expected leeway >= 0, got {}", leeway);
-        if (static_cast<int64_t>(cps.size()) <= length + leeway) return Value::string(value.str());
+        // jinja2 measures len(value) without converting it: short containers come back unchanged.
+        if (!value.is_string()) {
+            CallArgs none;
+            TACO_ASSIGN_OR_RETURN(Value n, call_filter("length", value, none, ev));
+            if (n.as_int() <= length + leeway) return value;
+            return error("cannot truncate a {}", value.type_name());
+        }
+        auto cps = to_code_points(value.as_string());
+        if (static_cast<int64_t>(cps.size()) <= length + leeway) return value;
         std::string head = from_code_points(std::vector<char32_t>(cps.begin(), cps.begin() + (length - end_len)));
         if (!killwords) {
             size_t space = head.rfind(' ');
@@ -414,8 +428,9 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
     if (name == "items") {
         if (value.is_undefined()) return Value::list({});
         if (!value.is_dict()) return Status::error("Can only get item pairs from a mapping.");
-        CallArgs none;
-        return call_dict_method(value, "items", none);
+        std::vector<Value> pairs;
+        for (const auto& [k, v] : value.as_dict().entries) pairs.push_back(Value::tuple({k, v}));
+        return Value::list(std::move(pairs));
     }
     if (name == "list") {
         TACO_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(value));
@@ -496,6 +511,8 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
                 TACO_ASSIGN_OR_RETURN(key, lookup_path(item, a.get(1), ev));
             }
             key = case_key(key, case_sensitive);
+            if (key.kind() == ValueKind::kList || key.is_dict() || key.is_namespace())
+                return error("unhashable type: '{}'", key.type_name());
             bool dup = false;
             for (const Value& s : seen) dup = dup || values_equal(s, key);
             if (dup) continue;

@@ -239,7 +239,10 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
         TACO_ASSIGN_OR_RETURN(std::string piece, format_one(*value, fmt[i], flags, width, precision));
         out += piece;
     }
-    if (!mapping && next < positional.size()) return Status::error("not all arguments converted during string formatting");
+    // Python skips this check when the argument is a non-tuple mapping or sequence (PyMapping_Check).
+    bool mapping_like = args.is_dict() || args.kind() == ValueKind::kList;
+    if (!mapping_like && next < positional.size())
+        return Status::error("not all arguments converted during string formatting");
     return out;
 }
 

@@ -169,6 +169,8 @@ Result<bool> contains(const Value& container, const Value& item) {
                 if (values_equal(v, item)) return true;
             return false;
         case ValueKind::kDict:
+            if (item.kind() == ValueKind::kList || item.is_dict() || item.is_namespace())
+                return error("unhashable type: '{}'", item.type_name());
             return container.as_dict().find(item) != nullptr;
         default:
             return error("argument of type '{}' is not iterable", container.type_name());

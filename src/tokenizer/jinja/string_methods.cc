@@ -367,7 +367,7 @@ Result<Value> call_dict_method(const Value& dict, const std::string& name, CallA
             out.push_back(name == "keys" ? k : v);
         }
     }
-    return Value::list(std::move(out));
+    return Value::dict_view(name == "items" ? "dict_items" : name == "keys" ? "dict_keys" : "dict_values", std::move(out));
 }
 
 bool is_list_method(const std::string& name) { return name == "index" || name == "count" || name == "copy"; }

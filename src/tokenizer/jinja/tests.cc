@@ -45,7 +45,7 @@ Result<bool> call_test(const std::string& name, const Value& value, CallArgs& ar
     if (name == "iterable")
         return value.is_undefined() || value.is_string() || value.is_sequence() || value.is_dict();
     if (name == "sequence") return value.is_undefined() || value.is_string() || value.is_sequence() || value.is_dict();
-    if (name == "callable") return value.is_callable();
+    if (name == "callable") return value.is_callable() || value.is_undefined();  // jinja2's Undefined is callable
     if (name == "escaped") return false;
     if (name == "lower" || name == "upper") {
         std::string s = value.str();
@@ -59,7 +59,7 @@ Result<bool> call_test(const std::string& name, const Value& value, CallArgs& ar
     if (name == "even" || name == "odd") {
         if (!value.is_number()) return error("unsupported operand type(s) for %: '{}' and 'int'", value.type_name());
         TACO_ASSIGN_OR_RETURN(Value r, binary_op("%", value, Value::integer(2), 1 << 20));
-        return (r.as_double() == 0.0) == (name == "even");
+        return r.as_double() == (name == "even" ? 0.0 : 1.0);  // jinja2: value % 2 == 0 / == 1
     }
     if (name == "divisibleby") {
         TACO_ASSIGN_OR_RETURN(Value other, one_arg());

@@ -71,6 +71,12 @@ Value Value::list(std::vector<Value> items) {
     return v;
 }
 
+Value Value::dict_view(const char* view_name, std::vector<Value> items) {
+    Value v = list(std::move(items));
+    v.view_name_ = view_name;
+    return v;
+}
+
 Value Value::tuple(std::vector<Value> items) {
     Value v = list(std::move(items));
     v.kind_ = ValueKind::kTuple;
@@ -350,6 +356,7 @@ void Value::append_repr(std::string& out) const {
         case ValueKind::kList:
         case ValueKind::kTuple: {
             bool tuple = kind_ == ValueKind::kTuple;
+            if (view_name_) out += std::string(view_name_) + "(";
             out += tuple ? "(" : "[";
             for (size_t i = 0; i < list_->size(); ++i) {
                 if (i) out += ", ";
@@ -357,6 +364,7 @@ void Value::append_repr(std::string& out) const {
             }
             if (tuple && list_->size() == 1) out += ",";
             out += tuple ? ")" : "]";
+            if (view_name_) out += ")";
             return;
         }
         case ValueKind::kDict:

@@ -43,6 +43,8 @@ public:
     static Value floating(double f);
     static Value string(std::string s);
     static Value list(std::vector<Value> items);
+    // A list that prints as dict.keys()/values()/items() do: "dict_keys(['a'])".
+    static Value dict_view(const char* view_name, std::vector<Value> items);
     static Value tuple(std::vector<Value> items);
     static Value dict(ValueDict d);
     static Value make_namespace(ValueDict d);
@@ -110,6 +112,7 @@ private:
 
     ValueKind kind_ = ValueKind::kUndefined;
     int depth_ = 1;
+    const char* view_name_ = nullptr;  // dict view lists: "dict_keys", "dict_values", "dict_items"
     bool b_ = false;
     int64_t i_ = 0;
     double f_ = 0.0;
