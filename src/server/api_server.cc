@@ -1,0 +1,205 @@
+#include "server/api_server.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/log.h"
+#include "engine/sampling_json.h"
+#include "server/completion_reply.h"
+
+namespace taco::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kVersion = "0.1.0";
+
+HandlerResult error_reply(const ApiError& error, std::vector<std::pair<std::string, std::string>> headers = {}) {
+    return HandlerResult{Reply{error.status, "application/json", error_body(error), std::move(headers)}, nullptr};
+}
+
+HandlerResult json_reply(const json& body) {
+    return HandlerResult{Reply{200, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}},
+                         nullptr};
+}
+
+std::optional<json> parse_body(const HttpRequest& request, ApiError& error) {
+    try {
+        return json::parse(request.body);
+    } catch (const json::parse_error& e) {
+        error = ApiError{400, fmt::format("invalid JSON in the request body: {}", e.what()), "", "BadRequestError"};
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+ApiServer::~ApiServer() {
+    if (http_) http_->stop();
+}
+
+Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOptions options) {
+    auto server = std::unique_ptr<ApiServer>(new ApiServer());
+    server->engine_ = engine;
+    if (options.served_model_names.empty()) return error("no served model name");
+    server->options_ = std::move(options);
+    server->created_ = int64_t(std::time(nullptr));
+    const ApiServerOptions& opts = server->options_;
+    auto from_dir = ChatTemplate::from_dir(opts.model_dir);
+    if (opts.chat_template) {
+        std::string bos, eos;
+        if (from_dir) {
+            for (const auto& [name, token] : from_dir->special_tokens()) {
+                if (name == "bos_token") bos = token;
+                if (name == "eos_token") eos = token;
+            }
+        }
+        auto custom = ChatTemplate::from_string(*opts.chat_template, bos, eos);
+        if (!custom) return custom.status().with_context("--chat-template");
+        server->chat_template_.emplace(std::move(*custom));
+    } else if (from_dir && !from_dir->source().empty()) {
+        server->chat_template_.emplace(std::move(*from_dir));
+    }
+    server->context_.engine = engine;
+    server->context_.chat_template = server->chat_template_ ? &*server->chat_template_ : nullptr;
+    server->context_.model_names = opts.served_model_names;
+    ApiServer* self = server.get();
+    TACO_ASSIGN_OR_RETURN(server->http_,
+                          HttpServer::create(opts.http, [self](const HttpRequest& r) { return self->handle(r); }));
+    return server;
+}
+
+bool ApiServer::authorized(const HttpRequest& request) const {
+    // Constant time in the key: every byte is compared whatever the first difference.
+    const std::string expected = "Bearer " + options_.api_key;
+    const std::string got = request.header("authorization");
+    unsigned diff = unsigned(got.size() != expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < got.size() ? got[i] : 0));
+    return diff == 0;
+}
+
+HandlerResult ApiServer::handle(const HttpRequest& request) {
+    const std::string path = request.target.substr(0, request.target.find('?'));
+    if (options_.log_requests && request.method == "POST") log_info("server: {} {}", request.method, path);
+    if (!options_.api_key.empty() && path != "/health" && path != "/metrics" && !authorized(request))
+        return error_reply({401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "",
+                            "AuthenticationError"});
+    auto route = [&](const char* method) -> std::optional<HandlerResult> {
+        if (request.method == method) return std::nullopt;
+        return error_reply({405, fmt::format("{} needs {}, got {}", path, method, request.method), "",
+                            "MethodNotAllowed"});
+    };
+    if (path == "/v1/completions") return route("POST").value_or(completions(request, Endpoint::kCompletion));
+    if (path == "/v1/chat/completions") return route("POST").value_or(completions(request, Endpoint::kChat));
+    if (path == "/tokenize") return route("POST").value_or(tokenize(request));
+    if (path == "/detokenize") return route("POST").value_or(detokenize(request));
+    if (path == "/v1/models") return route("GET").value_or(models());
+    if (path == "/health") return HandlerResult{Reply{200, "text/plain", "", {}}, nullptr};
+    if (path == "/version") return json_reply({{"version", kVersion}});
+    if (path == "/metrics") {
+        std::string text = metrics_.render(engine_->stats(), options_.served_model_names.at(0));
+        return HandlerResult{Reply{200, "text/plain; version=0.0.4", std::move(text), {}}, nullptr};
+    }
+    return error_reply({404, fmt::format("no route {} {}", request.method, path), "", "NotFoundError"});
+}
+
+HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoint) {
+    const auto arrival = CompletionReply::Clock::now();
+    if (in_flight_.load() >= options_.max_pending_requests)
+        return error_reply({503, fmt::format("the server is at its limit of {} requests in flight; retry later",
+                                             options_.max_pending_requests),
+                            "", "ServiceUnavailableError"},
+                           {{"Retry-After", "1"}});
+    ApiError error;
+    auto body = parse_body(request, error);
+    if (!body) return error_reply(error);
+    auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error)
+                                           : parse_completion_request(*body, context_, error);
+    if (!job) return error_reply(error);
+    std::vector<std::shared_ptr<OutputStream>> streams;
+    for (GenerationInput& input : job->inputs) {
+        auto stream = engine_->submit(std::move(input));
+        if (!stream) {
+            for (const auto& submitted : streams) engine_->abort(submitted->id());
+            const std::string& message = stream.status().message();
+            const std::string first_word = message.substr(0, message.find(' '));
+            return error_reply({400, message, is_sampling_key(first_word) ? first_word : "", "BadRequestError"});
+        }
+        streams.push_back(std::move(*stream));
+    }
+    job->inputs.clear();
+    return HandlerResult{{}, std::make_shared<CompletionReply>(engine_, &metrics_, &in_flight_, std::move(*job),
+                                                               std::move(streams), arrival)};
+}
+
+HandlerResult ApiServer::tokenize(const HttpRequest& request) {
+    ApiError error;
+    auto body = parse_body(request, error);
+    if (!body) return error_reply(error);
+    if (!body->is_object()) return error_reply({400, "the request body must be a JSON object", ""});
+    const Tokenizer* tokenizer = engine_->tokenizer();
+    if (!tokenizer) return error_reply({400, "this model has no tokenizer", ""});
+    std::string text;
+    bool add_special = !body->contains("messages");
+    if (body->contains("add_special_tokens")) {
+        if (!body->at("add_special_tokens").is_boolean())
+            return error_reply({400, "'add_special_tokens' must be true or false", "add_special_tokens"});
+        add_special = body->at("add_special_tokens").get<bool>();
+    }
+    if (body->contains("messages")) {
+        auto rendered = render_chat(*body, context_, error);
+        if (!rendered) return error_reply(error);
+        text = *rendered;
+    } else if (body->contains("prompt") && body->at("prompt").is_string()) {
+        text = body->at("prompt").get<std::string>();
+    } else {
+        return error_reply({400, "'prompt' (a string) or 'messages' is required", "prompt"});
+    }
+    auto ids = tokenizer->encode(text, add_special);
+    if (!ids) return error_reply({400, ids.status().message(), "prompt"});
+    json out = {{"count", ids->size()}, {"max_model_len", engine_->max_model_len()}, {"tokens", *ids},
+                {"token_strs", nullptr}};
+    if (body->value("return_token_strs", false)) {
+        json strs = json::array();
+        for (int32_t id : *ids) strs.push_back(tokenizer->id_to_token(id).value_or(""));
+        out["token_strs"] = strs;
+    }
+    return json_reply(out);
+}
+
+HandlerResult ApiServer::detokenize(const HttpRequest& request) {
+    ApiError error;
+    auto body = parse_body(request, error);
+    if (!body) return error_reply(error);
+    const Tokenizer* tokenizer = engine_->tokenizer();
+    if (!tokenizer) return error_reply({400, "this model has no tokenizer", ""});
+    if (!body->is_object() || !body->contains("tokens") || !body->at("tokens").is_array())
+        return error_reply({400, "'tokens' (a list of token ids) is required", "tokens"});
+    std::vector<int32_t> ids;
+    for (const json& id : body->at("tokens")) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tokenizer->vocab_size())
+            return error_reply({400, fmt::format("'tokens' holds {}, which is not a token id", id.dump()), "tokens"});
+        ids.push_back(id.get<int32_t>());
+    }
+    return json_reply({{"prompt", tokenizer->decode(ids, false)}});
+}
+
+HandlerResult ApiServer::models() const {
+    json data = json::array();
+    for (const std::string& name : options_.served_model_names) {
+        data.push_back({{"id", name},
+                        {"object", "model"},
+                        {"created", created_},
+                        {"owned_by", "taco-llm"},
+                        {"root", options_.model_dir},
+                        {"parent", nullptr},
+                        {"max_model_len", engine_->max_model_len()},
+                        {"permission", json::array()}});
+    }
+    return json_reply({{"object", "list"}, {"data", data}});
+}
+
+}  // namespace taco::server

@@ -1,0 +1,63 @@
+// ApiServer: the OpenAI-compatible HTTP API (vLLM's routes and shapes) over an Engine. Routes:
+// POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /version, GET /metrics,
+// POST /tokenize, POST /detokenize. With an API key every route but /health and /metrics needs
+// "Authorization: Bearer KEY".
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "tokenizer/chat_template.h"
+
+namespace taco::server {
+
+struct ApiServerOptions {
+    std::string model_dir;                        // chat template and /v1/models' root
+    std::vector<std::string> served_model_names;  // the first is reported; all are accepted in "model"
+    std::string api_key;                          // "" = no auth
+    std::optional<std::string> chat_template;     // template source overriding the model's own
+    int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503
+    bool log_requests = true;
+    HttpServerOptions http;
+};
+
+class ApiServer {
+public:
+    // `engine` must outlive the server. Binds the port (options.http.port 0 = ephemeral).
+    static Result<std::unique_ptr<ApiServer>> create(Engine* engine, ApiServerOptions options);
+    ~ApiServer();
+
+    void start() { http_->start(); }
+    // Stops accepting, closes connections and aborts the requests still in flight.
+    void stop() { http_->stop(); }
+    int port() const { return http_->port(); }
+    int64_t num_in_flight() const { return in_flight_.load(); }
+
+    HandlerResult handle(const HttpRequest& request);
+
+private:
+    ApiServer() = default;
+    HandlerResult completions(const HttpRequest& request, Endpoint endpoint);
+    HandlerResult tokenize(const HttpRequest& request);
+    HandlerResult detokenize(const HttpRequest& request);
+    HandlerResult models() const;
+    bool authorized(const HttpRequest& request) const;
+
+    Engine* engine_ = nullptr;
+    ApiServerOptions options_;
+    std::optional<ChatTemplate> chat_template_;
+    ParseContext context_;
+    ServerMetrics metrics_;
+    std::atomic<int64_t> in_flight_{0};
+    int64_t created_ = 0;
+    std::unique_ptr<HttpServer> http_;  // last: stopped before anything it calls into goes away
+};
+
+}  // namespace taco::server

@@ -1,0 +1,256 @@
+#include "server/completion_reply.h"
+
+#include <algorithm>
+#include <ctime>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace taco::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::string make_id(Endpoint endpoint) {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return fmt::format("{}-{:016x}", endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl", rng());
+}
+
+double clamp_logprob(float logprob) { return std::max(double(logprob), -9999.0); }  // -inf is not JSON (vLLM)
+
+json utf8_bytes(const std::string& text) {
+    json bytes = json::array();
+    for (unsigned char c : text) bytes.push_back(int(c));
+    return bytes;
+}
+
+double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+CompletionReply::CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
+                                 CompletionJob job, std::vector<std::shared_ptr<OutputStream>> streams,
+                                 Clock::time_point arrival)
+    : engine_(engine),
+      metrics_(metrics),
+      in_flight_(in_flight),
+      job_(std::move(job)),
+      id_(make_id(job_.endpoint)),
+      created_(int64_t(std::time(nullptr))),
+      arrival_(arrival) {
+    in_flight_->fetch_add(1);
+    for (auto& stream : streams) {
+        Track track;
+        track.stream = std::move(stream);
+        tracks_.push_back(std::move(track));
+    }
+    choices_.resize(tracks_.size() * size_t(job_.n));
+}
+
+CompletionReply::~CompletionReply() {
+    if (!done_) cancel();
+    in_flight_->fetch_sub(1);
+}
+
+void CompletionReply::cancel() {
+    for (Track& track : tracks_) {
+        if (track.finished) continue;
+        engine_->abort(track.stream->id());
+        track.finished = true;
+        metrics_->requests_aborted++;
+    }
+    done_ = true;
+}
+
+std::string CompletionReply::sse(const json& value) {
+    return "data: " + value.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+json CompletionReply::chunk_base() const {
+    const bool chat = job_.endpoint == Endpoint::kChat;
+    const char* object = chat ? (job_.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+    return json{{"id", id_}, {"object", object}, {"created", created_}, {"model", job_.model}};
+}
+
+json CompletionReply::usage() const {
+    int64_t prompt = 0, completion = 0, cached = 0;
+    for (const Track& track : tracks_) {
+        prompt += int64_t(track.prompt_ids.size());
+        completion += track.num_generated;
+        cached += track.num_cached_tokens;
+    }
+    return json{{"prompt_tokens", prompt},
+                {"completion_tokens", completion},
+                {"total_tokens", prompt + completion},
+                {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+}
+
+json CompletionReply::completion_logprobs(const std::vector<SampleLogprobs>& logprobs, int64_t& text_offset) const {
+    const Tokenizer* tokenizer = engine_->tokenizer();
+    json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+         offsets = json::array();
+    for (const SampleLogprobs& lp : logprobs) {
+        const std::string text = token_text(tokenizer, lp.sampled.token);
+        tokens.push_back(text);
+        token_logprobs.push_back(clamp_logprob(lp.sampled.logprob));
+        json top = json::object();
+        top[text] = clamp_logprob(lp.sampled.logprob);
+        for (const TokenLogprob& t : lp.top) top[token_text(tokenizer, t.token)] = clamp_logprob(t.logprob);
+        top_logprobs.push_back(std::move(top));
+        offsets.push_back(text_offset);
+        text_offset += int64_t(text.size());
+    }
+    return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+                {"text_offset", offsets}};
+}
+
+json CompletionReply::chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const {
+    const Tokenizer* tokenizer = engine_->tokenizer();
+    json content = json::array();
+    for (const SampleLogprobs& lp : logprobs) {
+        const std::string text = token_text(tokenizer, lp.sampled.token);
+        json top = json::array();
+        for (const TokenLogprob& t : lp.top) {
+            const std::string top_text = token_text(tokenizer, t.token);
+            top.push_back({{"token", top_text}, {"logprob", clamp_logprob(t.logprob)}, {"bytes", utf8_bytes(top_text)}});
+        }
+        content.push_back({{"token", text},
+                           {"logprob", clamp_logprob(lp.sampled.logprob)},
+                           {"bytes", utf8_bytes(text)},
+                           {"top_logprobs", top}});
+    }
+    return json{{"content", content}, {"refusal", nullptr}};
+}
+
+void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std::string& out) {
+    Choice& choice = choices_[index];
+    json c = {{"index", index}};
+    if (job_.endpoint == Endpoint::kCompletion) {
+        std::string text = delta.text;
+        if (!choice.started && job_.echo) text = job_.echo_texts[index / size_t(job_.n)] + text;
+        c["text"] = text;
+        c["logprobs"] = job_.want_logprobs ? completion_logprobs(delta.logprobs, text_offsets_[index]) : json(nullptr);
+    } else {
+        json d = json::object();
+        if (!delta.text.empty() || !delta.finish_reason) d["content"] = delta.text;
+        c["delta"] = d;
+        c["logprobs"] = job_.want_logprobs ? chat_logprobs(delta.logprobs) : json(nullptr);
+    }
+    c["finish_reason"] = delta.finish_reason ? json(std::string(finish_reason_name(*delta.finish_reason))) : json(nullptr);
+    c["stop_reason"] = delta.stop_reason.empty() ? json(nullptr) : json(delta.stop_reason);
+    if (job_.return_token_ids) c["token_ids"] = delta.token_ids;
+    choice.started = true;
+    json chunk = chunk_base();
+    chunk["choices"] = json::array({c});
+    if (job_.continuous_usage) chunk["usage"] = usage();
+    out += sse(chunk);
+}
+
+void CompletionReply::record_finish(Track& track) {
+    const auto now = Clock::now();
+    metrics_->e2e_request_latency.observe(seconds(now - arrival_));
+    if (track.first_token && track.num_generated > 1)
+        metrics_->time_per_output_token.observe(seconds(now - *track.first_token) / double(track.num_generated - 1));
+    if (track.error.empty()) metrics_->requests_success++;
+}
+
+bool CompletionReply::poll(std::string& out) {
+    if (done_) return true;
+    if (job_.stream && job_.endpoint == Endpoint::kChat) {
+        for (size_t i = 0; i < choices_.size(); ++i) {  // the role comes first, as OpenAI sends it
+            if (choices_[i].started) continue;
+            choices_[i].started = true;
+            json chunk = chunk_base();
+            chunk["choices"] = json::array({{{"index", i},
+                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                             {"logprobs", nullptr},
+                                             {"finish_reason", nullptr}}});
+            out += sse(chunk);
+        }
+    }
+    bool all_finished = true;
+    for (size_t t = 0; t < tracks_.size(); ++t) {
+        Track& track = tracks_[t];
+        while (!track.finished) {
+            auto output = track.stream->try_next();
+            if (!output) break;
+            if (!output->prompt_ids.empty()) track.prompt_ids = output->prompt_ids;
+            track.num_cached_tokens = output->num_cached_tokens;
+            if (!output->error.empty()) track.error = output->error;
+            for (const SampleOutput& delta : output->samples) {
+                if (delta.index < 0 || delta.index >= job_.n) continue;
+                const size_t index = t * size_t(job_.n) + size_t(delta.index);
+                if (!track.first_token && !delta.token_ids.empty()) {
+                    track.first_token = Clock::now();
+                    metrics_->time_to_first_token.observe(seconds(*track.first_token - arrival_));
+                }
+                track.num_generated += int64_t(delta.token_ids.size());
+                Choice& choice = choices_[index];
+                choice.token_ids.insert(choice.token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+                choice.text += delta.text;
+                choice.logprobs.insert(choice.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+                if (delta.finish_reason) {
+                    choice.finish_reason = finish_reason_name(*delta.finish_reason);
+                    choice.stop_reason = delta.stop_reason;
+                    choice.finished = true;
+                }
+                if (job_.stream) append_chunk(index, delta, out);
+            }
+            if (output->finished) {
+                track.finished = true;
+                record_finish(track);
+                if (job_.stream && !track.error.empty()) {
+                    ApiError error{500, track.error, "", "InternalServerError"};
+                    out += "data: " + error_body(error) + "\n\n";
+                }
+            }
+        }
+        all_finished = all_finished && track.finished;
+    }
+    if (!all_finished) return false;
+    done_ = true;
+    if (job_.stream) {
+        if (job_.include_usage) {
+            json chunk = chunk_base();
+            chunk["choices"] = json::array();
+            chunk["usage"] = usage();
+            out += sse(chunk);
+        }
+        out += "data: [DONE]\n\n";
+    }
+    return true;
+}
+
+Reply CompletionReply::take_reply() {
+    for (const Track& track : tracks_)
+        if (!track.error.empty())
+            return Reply{500, "application/json", error_body({500, track.error, "", "InternalServerError"}), {}};
+    json choices = json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+        const Choice& choice = choices_[i];
+        const Track& track = tracks_[i / size_t(job_.n)];
+        json c = {{"index", i}};
+        if (job_.endpoint == Endpoint::kCompletion) {
+            c["text"] = (job_.echo ? job_.echo_texts[i / size_t(job_.n)] : "") + choice.text;
+            int64_t offset = 0;
+            c["logprobs"] = job_.want_logprobs ? completion_logprobs(choice.logprobs, offset) : json(nullptr);
+        } else {
+            c["message"] = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr},
+                            {"tool_calls", json::array()}};
+            c["logprobs"] = job_.want_logprobs ? chat_logprobs(choice.logprobs) : json(nullptr);
+        }
+        c["finish_reason"] = choice.finish_reason.empty() ? json(nullptr) : json(choice.finish_reason);
+        c["stop_reason"] = choice.stop_reason.empty() ? json(nullptr) : json(choice.stop_reason);
+        if (job_.return_token_ids) {
+            c["token_ids"] = choice.token_ids;
+            c["prompt_token_ids"] = track.prompt_ids;
+        }
+        choices.push_back(std::move(c));
+    }
+    json body = chunk_base();
+    body["choices"] = std::move(choices);
+    body["usage"] = usage();
+    return Reply{200, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+}  // namespace taco::server

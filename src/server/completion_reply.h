@@ -1,0 +1,78 @@
+// CompletionReply: the engine requests of one /v1/completions or /v1/chat/completions call, turned into
+// OpenAI's response (one JSON) or its SSE chunks as outputs arrive. Polled by the connection's strand; never
+// blocks. Destroying it before the end aborts the engine requests, which frees their KV blocks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+
+namespace taco::server {
+
+class CompletionReply : public PendingReply {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // Takes the streams of the submitted job (one per input, in order). `in_flight` counts live replies.
+    CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight, CompletionJob job,
+                    std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival);
+    ~CompletionReply() override;
+
+    bool streaming() const override { return job_.stream; }
+    bool poll(std::string& out) override;
+    Reply take_reply() override;
+    void cancel() override;
+
+private:
+    struct Choice {  // one sample of one prompt
+        std::vector<int32_t> token_ids;
+        std::string text;
+        std::vector<SampleLogprobs> logprobs;
+        std::string finish_reason;
+        std::string stop_reason;
+        bool started = false;  // streaming: the first chunk (role / echo) went out
+        bool finished = false;
+    };
+    struct Track {  // one engine request
+        std::shared_ptr<OutputStream> stream;
+        std::vector<int32_t> prompt_ids;
+        int64_t num_cached_tokens = 0;
+        int64_t num_generated = 0;
+        std::optional<Clock::time_point> first_token;
+        bool finished = false;
+        std::string error;
+    };
+
+    nlohmann::json chunk_base() const;
+    nlohmann::json usage() const;
+    nlohmann::json completion_logprobs(const std::vector<SampleLogprobs>& logprobs, int64_t& text_offset) const;
+    nlohmann::json chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const;
+    // Streaming: the chunk text for one delta of choice `index`.
+    void append_chunk(size_t index, const SampleOutput& delta, std::string& out);
+    void record_finish(Track& track);
+    static std::string sse(const nlohmann::json& value);
+
+    Engine* engine_;
+    ServerMetrics* metrics_;
+    std::atomic<int64_t>* in_flight_;
+    CompletionJob job_;
+    std::vector<Track> tracks_;
+    std::vector<Choice> choices_;  // prompt i, sample j -> i * n + j
+    std::map<size_t, int64_t> text_offsets_;
+    std::string id_;
+    int64_t created_ = 0;
+    Clock::time_point arrival_;
+    bool done_ = false;
+};
+
+}  // namespace taco::server

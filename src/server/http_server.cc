@@ -1,0 +1,276 @@
+#include "server/http_server.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <optional>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "core/log.h"
+
+namespace taco::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = beast::error_code;
+
+constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
+constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
+constexpr uint32_t kHeaderLimit = 64 * 1024;
+
+std::string status_error_body(int status, const std::string& message) {
+    const char* type = status == 413 ? "BadRequestError" : "BadRequestError";
+    return fmt::format(R"({{"error":{{"message":"{}","type":"{}","param":null,"code":{}}}}})", message, type, status);
+}
+
+struct Shared {
+    Handler handler;
+    HttpServerOptions options;
+    std::atomic<int64_t> open{0};
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(tcp::socket socket, std::shared_ptr<Shared> shared)
+        : stream_(std::move(socket)), timer_(stream_.get_executor()), shared_(std::move(shared)) {
+        shared_->open++;
+    }
+    ~Session() {
+        if (pending_) pending_->cancel();
+        shared_->open--;
+    }
+
+    void start() {
+        net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+    }
+
+private:
+    void read_request() {
+        parser_.emplace();
+        parser_->body_limit(shared_->options.max_body_bytes);
+        parser_->header_limit(kHeaderLimit);
+        stream_.expires_after(kIdleTimeout);
+        http::async_read(stream_, buffer_, *parser_,
+                         [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+    }
+
+    void on_read(error_code ec) {
+        if (ec == http::error::body_limit) {
+            keep_alive_ = false;
+            draining_ = true;
+            return send(Reply{413, "application/json",
+                              status_error_body(413, fmt::format("request body is over the limit of {} bytes",
+                                                                 shared_->options.max_body_bytes)),
+                              {}});
+        }
+        if (ec && ec.category() == beast::error_code(http::error::end_of_stream).category() && ec != http::error::end_of_stream &&
+            ec != http::error::partial_message) {
+            keep_alive_ = false;
+            return send(Reply{400, "application/json",
+                              status_error_body(400, fmt::format("malformed HTTP request: {}", ec.message())), {}});
+        }
+        if (ec) return close();
+        http::request<http::string_body> req = parser_->release();
+        HttpRequest request;
+        request.method = std::string(req.method_string());
+        request.target = std::string(req.target());
+        request.body = std::move(req.body());
+        for (const auto& field : req) {
+            std::string name(field.name_string());
+            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+            request.headers.emplace_back(std::move(name), std::string(field.value()));
+        }
+        keep_alive_ = req.keep_alive();
+        HandlerResult result;
+        try {
+            result = shared_->handler(request);
+        } catch (const std::exception& e) {
+            result.reply = Reply{500, "application/json", status_error_body(500, "internal error"), {}};
+            log_warn("server: handler threw: {}", e.what());
+        }
+        if (!result.pending) return send(std::move(result.reply));
+        pending_ = std::move(result.pending);
+        if (pending_->streaming()) {
+            out_ = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                               "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+                               keep_alive_ ? "keep-alive" : "close");
+            stream_done_ = false;
+            write_stream();
+        } else {
+            poll_whole();
+        }
+    }
+
+    void send(Reply reply) {
+        auto res = std::make_shared<http::response<http::string_body>>(http::int_to_status(unsigned(reply.status)), 11);
+        res->set(http::field::server, "taco-llm");
+        res->set(http::field::content_type, reply.content_type);
+        for (auto& [name, value] : reply.headers) res->set(name, value);
+        res->keep_alive(keep_alive_);
+        res->body() = std::move(reply.body);
+        res->prepare_payload();
+        stream_.expires_after(kWriteTimeout);
+        http::async_write(stream_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
+            if (ec) return self->close();
+            if (self->draining_) return self->drain();
+            if (!self->keep_alive_) return self->close();
+            self->read_request();
+        });
+    }
+
+    // After a 413 the rest of the body is read and dropped, so the client sees the reply rather than a reset.
+    void drain() {
+        error_code ignored;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        stream_.expires_after(std::chrono::seconds(10));
+        auto scratch = std::make_shared<std::array<char, 65536>>();
+        stream_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](error_code ec, size_t) {
+            if (ec) return self->close();
+            self->drain();
+        });
+    }
+
+    void poll_whole() {
+        std::string ignored;
+        if (pending_->poll(ignored)) {
+            Reply reply = pending_->take_reply();
+            pending_.reset();
+            return send(std::move(reply));
+        }
+        wait_then([](Session& s) { s.poll_whole(); });
+    }
+
+    void poll_stream() {
+        std::string data;
+        stream_done_ = pending_->poll(data);
+        if (data.empty() && !stream_done_) return wait_then([](Session& s) { s.poll_stream(); });
+        out_.clear();
+        if (!data.empty()) out_ = fmt::format("{:x}\r\n{}\r\n", data.size(), data);
+        if (stream_done_) out_ += "0\r\n\r\n";
+        write_stream();
+    }
+
+    void write_stream() {
+        stream_.expires_after(kWriteTimeout);
+        net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](error_code ec, size_t) {
+            if (ec) return self->close();  // the destructor cancels the pending reply
+            if (!self->stream_done_) return self->poll_stream();
+            self->pending_.reset();
+            if (!self->keep_alive_) return self->close();
+            self->read_request();
+        });
+    }
+
+    template <typename F>
+    void wait_then(F next) {
+        timer_.expires_after(std::chrono::milliseconds(shared_->options.poll_interval_ms));
+        timer_.async_wait([self = shared_from_this(), next](error_code ec) {
+            if (ec) return;
+            next(*self);
+        });
+    }
+
+    void close() {
+        error_code ignored;
+        timer_.cancel();
+        stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+        stream_.close();
+    }
+
+    beast::tcp_stream stream_;
+    net::steady_timer timer_;
+    beast::flat_buffer buffer_;
+    std::optional<http::request_parser<http::string_body>> parser_;
+    std::shared_ptr<Shared> shared_;
+    std::shared_ptr<PendingReply> pending_;
+    std::string out_;
+    bool keep_alive_ = true;
+    bool stream_done_ = false;
+    bool draining_ = false;
+};
+
+}  // namespace
+
+std::string HttpRequest::header(const std::string& lower_name) const {
+    for (const auto& [name, value] : headers)
+        if (name == lower_name) return value;
+    return "";
+}
+
+struct HttpServer::Impl {
+    net::io_context ioc;
+    tcp::acceptor acceptor{ioc};
+    std::shared_ptr<Shared> shared = std::make_shared<Shared>();
+    std::vector<std::thread> threads;
+    std::optional<net::steady_timer> retry_timer;
+    bool stopped = false;
+
+    void accept() {
+        acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
+            if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
+            if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
+                retry_timer.emplace(ioc, std::chrono::milliseconds(50));
+                retry_timer->async_wait([this](error_code) { accept(); });
+                return;
+            }
+            std::make_shared<Session>(std::move(socket), shared)->start();
+            accept();
+        });
+    }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::create(const HttpServerOptions& options, Handler handler) {
+    auto impl = std::make_unique<Impl>();
+    impl->shared->handler = std::move(handler);
+    impl->shared->options = options;
+    error_code ec;
+    auto address = net::ip::make_address(options.host, ec);
+    if (ec) return error("--host '{}' is not an IP address", options.host);
+    if (options.port < 0 || options.port > 65535) return error("--port {} is out of range", options.port);
+    tcp::endpoint endpoint(address, uint16_t(options.port));
+    impl->acceptor.open(endpoint.protocol(), ec);
+    if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) impl->acceptor.bind(endpoint, ec);
+    if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) return error("cannot listen on {}:{}: {}", options.host, options.port, ec.message());
+    const int port = impl->acceptor.local_endpoint().port();
+    auto server = std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+    server->port_ = port;
+    return server;
+}
+
+void HttpServer::start() {
+    impl_->accept();
+    const int n = std::max(1, impl_->shared->options.num_threads);
+    for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+}
+
+void HttpServer::stop() {
+    if (impl_->stopped) return;
+    impl_->stopped = true;
+    net::post(impl_->ioc, [this] {
+        error_code ignored;
+        impl_->acceptor.close(ignored);
+    });
+    impl_->ioc.stop();
+    for (std::thread& t : impl_->threads) t.join();
+    impl_->threads.clear();
+    // Destroying the queued handlers destroys the sessions, which cancel their pending replies.
+    impl_->ioc.restart();
+    impl_->ioc.poll();
+}
+
+int64_t HttpServer::num_open_connections() const { return impl_->shared->open.load(); }
+
+}  // namespace taco::server

@@ -1,0 +1,84 @@
+// HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast) with keep-alive and chunked streaming. Each
+// connection runs on its own strand; a handler answers at once (Reply) or hands back a PendingReply that the
+// connection polls on a timer, so no I/O thread ever blocks on the engine and thousands of streams can be open.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace taco::server {
+
+struct HttpRequest {
+    std::string method;  // "GET", "POST", ...
+    std::string target;  // path with query
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
+
+    // "" when absent.
+    std::string header(const std::string& lower_name) const;
+};
+
+struct Reply {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Work in flight for one request; every call comes from the connection's strand, one at a time.
+class PendingReply {
+public:
+    virtual ~PendingReply() = default;
+    // True: the response is a server-sent-event stream (chunked); false: one Reply once poll() returns true.
+    virtual bool streaming() const = 0;
+    // Appends what is ready to `out` (SSE text when streaming); true once nothing more will come.
+    virtual bool poll(std::string& out) = 0;
+    // The whole response of a non-streaming request, after poll() returned true.
+    virtual Reply take_reply() = 0;
+    // The client went away before the end: abort the work.
+    virtual void cancel() = 0;
+};
+
+struct HandlerResult {
+    Reply reply;
+    std::shared_ptr<PendingReply> pending;  // when set, `reply` is unused
+};
+
+using Handler = std::function<HandlerResult(const HttpRequest&)>;
+
+struct HttpServerOptions {
+    std::string host = "0.0.0.0";
+    int port = 8000;                            // 0: an ephemeral port (see HttpServer::port())
+    int num_threads = 2;                        // I/O threads
+    uint64_t max_body_bytes = 32ull << 20;      // larger bodies get 413
+    int poll_interval_ms = 2;                   // how often pending replies are polled while idle
+};
+
+class HttpServer {
+public:
+    // Binds and listens; serving starts with start().
+    static Result<std::unique_ptr<HttpServer>> create(const HttpServerOptions& options, Handler handler);
+    ~HttpServer();
+
+    void start();
+    // Stops accepting and closes every connection (pending replies are cancelled); joins the I/O threads.
+    void stop();
+    int port() const { return port_; }
+    int64_t num_open_connections() const;
+
+private:
+    struct Impl;
+    explicit HttpServer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+    int port_ = 0;
+};
+
+}  // namespace taco::server

@@ -1,0 +1,290 @@
+#include "server/openai_request.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "engine/sampling_json.h"
+
+namespace taco::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::optional<CompletionJob> fail(ApiError& error, std::string message, std::string param, int status = 400) {
+    error = ApiError{status, std::move(message), std::move(param), status == 404 ? "NotFoundError" : "BadRequestError"};
+    return std::nullopt;
+}
+
+bool present(const json& body, const char* key) { return body.contains(key) && !body.at(key).is_null(); }
+
+// Reads a boolean key; absent/null leaves `out` unchanged.
+bool read_bool(const json& body, const char* key, bool& out, ApiError& error) {
+    if (!present(body, key)) return true;
+    if (!body.at(key).is_boolean()) {
+        fail(error, fmt::format("'{}' must be true or false, got {}", key, body.at(key).dump()), key);
+        return false;
+    }
+    out = body.at(key).get<bool>();
+    return true;
+}
+
+// Returns false (with `error` set) for a token-id list with a non-id entry.
+bool read_ids(const json& list, std::vector<int32_t>& ids, ApiError& error) {
+    for (const json& id : list) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+            fail(error, fmt::format("'prompt' holds {}, which is not a token id", id.dump()), "prompt");
+            return false;
+        }
+        ids.push_back(id.get<int32_t>());
+    }
+    return true;
+}
+
+// Common parameters of both endpoints: model, stream, stream_options, user, sampling keys.
+bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, SamplingParams& params,
+                 ApiError& error) {
+    if (present(body, "model")) {
+        if (!body.at("model").is_string()) {
+            fail(error, "'model' must be a string", "model");
+            return false;
+        }
+        job.model = body.at("model").get<std::string>();
+        if (std::find(ctx.model_names.begin(), ctx.model_names.end(), job.model) == ctx.model_names.end()) {
+            fail(error, fmt::format("The model `{}` does not exist.", job.model), "model", 404);
+            return false;
+        }
+    } else {
+        job.model = ctx.model_names.at(0);  // vLLM serves the first name when "model" is left out
+    }
+    if (!read_bool(body, "stream", job.stream, error)) return false;
+    if (present(body, "stream_options")) {
+        const json& options = body.at("stream_options");
+        if (!options.is_object()) {
+            fail(error, "'stream_options' must be an object", "stream_options");
+            return false;
+        }
+        if (!job.stream) {
+            fail(error, "'stream_options' is only allowed when 'stream' is true", "stream_options");
+            return false;
+        }
+        if (!read_bool(options, "include_usage", job.include_usage, error)) return false;
+        if (!read_bool(options, "continuous_usage_stats", job.continuous_usage, error)) return false;
+    }
+    if (present(body, "user") && !body.at("user").is_string()) {
+        fail(error, "'user' must be a string", "user");
+        return false;
+    }
+    if (!read_bool(body, "return_token_ids", job.return_token_ids, error)) return false;
+    Status status = apply_sampling_json(body, params);
+    if (!status) {
+        // The message names the key in quotes: 'top_p' must be ...
+        std::string param;
+        const std::string& m = status.message();
+        if (m.size() > 1 && m[0] == '\'') param = m.substr(1, m.find('\'', 1) - 1);
+        fail(error, m, param);
+        return false;
+    }
+    if (present(body, "logit_bias") && !body.at("logit_bias").is_object()) {
+        fail(error, "'logit_bias' must be an object of token id -> bias", "logit_bias");
+        return false;
+    }
+    return true;
+}
+
+bool check_unsupported(const json& body, ApiError& error) {
+    if (present(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
+        fail(error, "'tools' is not supported yet", "tools");
+        return false;
+    }
+    if (present(body, "tool_choice") && body.at("tool_choice") != "none") {
+        fail(error, "'tool_choice' is not supported yet", "tool_choice");
+        return false;
+    }
+    if (present(body, "functions")) {
+        fail(error, "'functions' is not supported", "functions");
+        return false;
+    }
+    if (present(body, "response_format")) {
+        const json& format = body.at("response_format");
+        if (!format.is_object() || !format.contains("type") || !format.at("type").is_string()) {
+            fail(error, "'response_format' must be an object with a string 'type'", "response_format");
+            return false;
+        }
+        if (format.at("type") != "text") {
+            fail(error,
+                 fmt::format("response_format type '{}' is not supported yet (only 'text')",
+                             format.at("type").get<std::string>()),
+                 "response_format");
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string error_body(const ApiError& e) {
+    json body = {{"error",
+                  {{"message", e.message},
+                   {"type", e.type},
+                   {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+                   {"code", e.status}}}};
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string token_text(const Tokenizer* tokenizer, int32_t token) {
+    if (!tokenizer) return fmt::format("token_id:{}", token);
+    return tokenizer->decode({token}, false);
+}
+
+std::optional<CompletionJob> parse_completion_request(const json& body, const ParseContext& ctx, ApiError& error) {
+    if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
+    CompletionJob job;
+    job.endpoint = Endpoint::kCompletion;
+    SamplingParams params;
+    if (!read_common(body, ctx, job, params, error)) return std::nullopt;
+    if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
+    if (!check_unsupported(body, error)) return std::nullopt;
+    if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
+    job.want_logprobs = params.logprobs.has_value();
+    if (job.echo && job.want_logprobs)
+        return fail(error, "'echo' together with 'logprobs' (prompt logprobs) is not supported yet", "echo");
+    job.n = params.n;
+    if (!present(body, "prompt")) return fail(error, "'prompt' is required", "prompt");
+    const json& prompt = body.at("prompt");
+    const Tokenizer* tokenizer = ctx.engine->tokenizer();
+    auto add_ids = [&](std::vector<int32_t> ids) {
+        GenerationInput input{std::nullopt, std::move(ids), params};
+        job.echo_texts.push_back(job.echo && tokenizer ? tokenizer->decode(input.prompt_ids, false) : "");
+        job.inputs.push_back(std::move(input));
+    };
+    auto add_text = [&](std::string text) {
+        job.echo_texts.push_back(job.echo ? text : "");
+        job.inputs.push_back(GenerationInput{std::move(text), {}, params});
+    };
+    const std::string kPromptShape = "'prompt' must be a string, a list of strings, a list of token ids or a list of "
+                                     "token-id lists";
+    if (prompt.is_string()) {
+        add_text(prompt.get<std::string>());
+    } else if (prompt.is_array() && !prompt.empty() && prompt.at(0).is_number()) {
+        std::vector<int32_t> ids;
+        if (!read_ids(prompt, ids, error)) return std::nullopt;
+        add_ids(std::move(ids));
+    } else if (prompt.is_array() && !prompt.empty()) {
+        for (const json& item : prompt) {
+            if (item.is_string()) {
+                add_text(item.get<std::string>());
+            } else if (item.is_array() && !item.empty()) {
+                std::vector<int32_t> ids;
+                if (!read_ids(item, ids, error)) return std::nullopt;
+                add_ids(std::move(ids));
+            } else {
+                return fail(error, kPromptShape, "prompt");
+            }
+        }
+    } else {
+        return fail(error, kPromptShape, "prompt");
+    }
+    for (const GenerationInput& input : job.inputs)
+        if (input.prompt && !tokenizer)
+            return fail(error, "this model has no tokenizer: send token ids as 'prompt'", "prompt");
+    return job;
+}
+
+std::optional<std::string> render_chat(const json& body, const ParseContext& ctx, ApiError& error) {
+    if (!ctx.chat_template) {
+        fail(error, "this model has no chat template; pass --chat-template to `taco_llm serve`", "messages");
+        return std::nullopt;
+    }
+    if (!present(body, "messages") || !body.at("messages").is_array() || body.at("messages").empty()) {
+        fail(error, "'messages' must be a non-empty list of messages", "messages");
+        return std::nullopt;
+    }
+    ChatTemplateInputs inputs;
+    inputs.messages = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < body.at("messages").size(); ++i) {
+        const json& message = body.at("messages").at(i);
+        const std::string where = fmt::format("messages[{}]", i);
+        if (!message.is_object() || !message.contains("role") || !message.at("role").is_string()) {
+            fail(error, fmt::format("{} must be an object with a string 'role'", where), "messages");
+            return std::nullopt;
+        }
+        nlohmann::ordered_json out = {{"role", message.at("role")}};
+        const json content = message.value("content", json(nullptr));
+        if (content.is_string() || content.is_null()) {
+            out["content"] = content;
+        } else if (content.is_array()) {
+            // Text parts are joined with newlines, as vLLM does for templates that take string content.
+            std::string text;
+            for (const json& part : content) {
+                if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+                    !part.at("text").is_string()) {
+                    fail(error, fmt::format("{}.content: only {{\"type\": \"text\", \"text\": ...}} parts are supported",
+                                            where),
+                         "messages");
+                    return std::nullopt;
+                }
+                if (!text.empty()) text += "\n";
+                text += part.at("text").get<std::string>();
+            }
+            out["content"] = text;
+        } else {
+            fail(error, fmt::format("{}.content must be a string or a list of text parts", where), "messages");
+            return std::nullopt;
+        }
+        if (message.contains("name") && message.at("name").is_string()) out["name"] = message.at("name");
+        inputs.messages.push_back(std::move(out));
+    }
+    inputs.add_generation_prompt = true;
+    if (!read_bool(body, "add_generation_prompt", inputs.add_generation_prompt, error)) return std::nullopt;
+    inputs.extra = nlohmann::ordered_json::object();
+    if (present(body, "chat_template_kwargs")) {
+        if (!body.at("chat_template_kwargs").is_object()) {
+            fail(error, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
+            return std::nullopt;
+        }
+        inputs.extra = nlohmann::ordered_json::parse(body.at("chat_template_kwargs").dump());
+    }
+    auto rendered = ctx.chat_template->render(inputs);
+    if (!rendered) {
+        fail(error, fmt::format("chat template: {}", rendered.status().message()), "messages");
+        return std::nullopt;
+    }
+    return *rendered;
+}
+
+std::optional<CompletionJob> parse_chat_request(const json& body, const ParseContext& ctx, ApiError& error) {
+    if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
+    CompletionJob job;
+    job.endpoint = Endpoint::kChat;
+    // Chat's logprobs is a boolean with top_logprobs beside it; the rest are shared with completions.
+    json sampling = body;
+    sampling.erase("logprobs");
+    SamplingParams params;
+    if (!read_common(sampling, ctx, job, params, error)) return std::nullopt;
+    if (!check_unsupported(body, error)) return std::nullopt;
+    if (!read_bool(body, "logprobs", job.want_logprobs, error)) return std::nullopt;
+    if (present(body, "top_logprobs")) {
+        const json& top = body.at("top_logprobs");
+        if (!top.is_number_integer() || top.get<int64_t>() < 0 || top.get<int64_t>() > SamplingParams::kMaxLogprobs)
+            return fail(error, "'top_logprobs' must be an integer in [0, 20]", "top_logprobs");
+        if (!job.want_logprobs) return fail(error, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
+        params.logprobs = top.get<int64_t>();
+    } else if (job.want_logprobs) {
+        params.logprobs = 0;
+    }
+    job.n = params.n;
+    if (!ctx.engine->tokenizer()) return fail(error, "this model has no tokenizer; chat needs one", "messages");
+    auto prompt = render_chat(body, ctx, error);
+    if (!prompt) return std::nullopt;
+    // The template already holds the special tokens it wants (vLLM tokenizes chat prompts without adding any).
+    auto ids = ctx.engine->tokenizer()->encode(*prompt, false);
+    if (!ids) return fail(error, ids.status().message(), "messages");
+    if (!present(body, "max_tokens") && !present(body, "max_completion_tokens"))
+        params.max_tokens = std::max<int64_t>(1, ctx.engine->max_model_len() - int64_t(ids->size()));
+    job.inputs.push_back(GenerationInput{std::nullopt, std::move(*ids), params});
+    job.echo_texts.push_back("");
+    return job;
+}
+
+}  // namespace taco::server

@@ -1,0 +1,63 @@
+// Parsing of OpenAI request bodies (/v1/completions, /v1/chat/completions) into engine inputs. Errors carry
+// the HTTP status and the parameter at fault, as OpenAI's error object does.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "tokenizer/chat_template.h"
+
+namespace taco::server {
+
+struct ApiError {
+    int status = 400;
+    std::string message;
+    std::string param;  // "" -> null
+    std::string type = "BadRequestError";
+};
+
+// {"error": {"message", "type", "param", "code"}}; `code` is the HTTP status, as vLLM sends it.
+std::string error_body(const ApiError& error);
+
+enum class Endpoint { kCompletion, kChat };
+
+// One request as the server runs it: the engine inputs (one per prompt) and how to shape the response.
+struct CompletionJob {
+    Endpoint endpoint = Endpoint::kCompletion;
+    std::string model;
+    std::vector<GenerationInput> inputs;
+    std::vector<std::string> echo_texts;  // per input: prepended to each choice's text when echo is set
+    bool stream = false;
+    bool include_usage = false;           // stream_options.include_usage
+    bool continuous_usage = false;        // stream_options.continuous_usage_stats (vLLM)
+    bool echo = false;
+    bool return_token_ids = false;        // vLLM: token_ids / prompt_token_ids in the choices
+    bool want_logprobs = false;
+    int64_t n = 1;
+};
+
+struct ParseContext {
+    const Engine* engine = nullptr;
+    const ChatTemplate* chat_template = nullptr;  // null: the model has none
+    std::vector<std::string> model_names;         // names accepted in "model"
+};
+
+// The body must already be a parsed JSON value.
+std::optional<CompletionJob> parse_completion_request(const nlohmann::json& body, const ParseContext& ctx,
+                                                      ApiError& error);
+std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx,
+                                                ApiError& error);
+
+// Renders chat messages with the template (shared by /v1/chat/completions and /tokenize). `body` holds
+// messages, add_generation_prompt (default true), chat_template_kwargs.
+std::optional<std::string> render_chat(const nlohmann::json& body, const ParseContext& ctx, ApiError& error);
+
+// The text of one token, for logprobs: the decoded token, or "token_id:N" when the model has no tokenizer.
+std::string token_text(const Tokenizer* tokenizer, int32_t token);
+
+}  // namespace taco::server

@@ -1,0 +1,149 @@
+// `taco_llm serve MODEL [vLLM's flags]`: the OpenAI-compatible HTTP server. Flag names and defaults follow
+// `vllm serve`, so pasted vLLM command lines work; vLLM flags without a meaning here are accepted with a
+// one-line warning, any other flag is an error naming it.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "core/file_util.h"
+#include "core/log.h"
+#include "engine/engine.h"
+#include "server/api_server.h"
+#include "tools/cli/command.h"
+#include "tools/cli/engine_flags.h"
+
+namespace taco::cli {
+namespace {
+
+struct ServeArgs {
+    EngineConfig engine;
+    std::string model_flag;  // --model, vLLM's older spelling of the positional
+    server::ApiServerOptions server;
+    std::vector<std::string> served_model_names;
+    std::string chat_template;
+    std::string generation_config = "auto";
+    std::string dtype = "auto";
+    double gpu_memory_utilization = 0.9;
+    int64_t tensor_parallel_size = 1;
+    bool disable_log_requests = false;
+    int num_io_threads = 2;
+};
+
+// vLLM flags that change nothing here yet: {name, takes a value}.
+struct IgnoredFlag {
+    const char* name;
+    bool has_value;
+};
+constexpr IgnoredFlag kIgnoredFlags[] = {
+    {"--trust-remote-code", false}, {"--enforce-eager", false}, {"--disable-log-stats", false},
+    {"--disable-custom-all-reduce", false}, {"--enable-auto-tool-choice", false},
+    {"--disable-frontend-multiprocessing", false}, {"--swap-space", true}, {"--download-dir", true},
+    {"--load-format", true}, {"--kv-cache-dtype", true}, {"--quantization", true}, {"--revision", true},
+    {"--tokenizer-mode", true}, {"--cpu-offload-gb", true}, {"--max-logprobs", true},
+    {"--pipeline-parallel-size", true}, {"--distributed-executor-backend", true}, {"--tool-call-parser", true},
+    {"--uvicorn-log-level", true}, {"--max-seq-len-to-capture", true}, {"--num-gpu-blocks-override", true},
+};
+
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int signal) { g_signal.store(signal); }
+
+void run_serve(ServeArgs& args) {
+    std::string& model = args.engine.model_dir;
+    if (model.empty()) model = args.model_flag;
+    if (model.empty()) fail("no model given (the built-in demo model is models/demo; pass it)");
+    if (!std::filesystem::is_directory(model))
+        fail(fmt::format("{}: not a model folder (hub ids are not looked up yet; pass a folder with config.json)",
+                         model));
+    if (args.tensor_parallel_size != 1)
+        log_warn("--tensor-parallel-size {} has no meaning on the CPU backend; running on one device",
+                 args.tensor_parallel_size);
+    if (args.dtype != "auto" && args.dtype != "float32")
+        log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation", args.dtype);
+    if (args.generation_config != "auto" && args.generation_config != "vllm" &&
+        !std::filesystem::is_directory(args.generation_config))
+        fail(fmt::format("--generation-config {}: expected 'auto', 'vllm' or a folder", args.generation_config));
+
+    server::ApiServerOptions& options = args.server;
+    options.model_dir = model;
+    options.served_model_names = args.served_model_names.empty() ? std::vector<std::string>{model}
+                                                                 : args.served_model_names;
+    options.log_requests = !args.disable_log_requests;
+    options.http.num_threads = args.num_io_threads;
+    if (options.api_key.empty()) {
+        for (const char* name : {"VLLM_API_KEY", "TACO_LLM_API_KEY"})
+            if (const char* value = std::getenv(name); value && *value) options.api_key = value;
+    }
+    if (!args.chat_template.empty()) {
+        if (std::filesystem::is_regular_file(args.chat_template)) {
+            auto text = read_text_file(args.chat_template);
+            if (!text) fail(text.status().message());
+            options.chat_template = *text;
+        } else {
+            options.chat_template = args.chat_template;  // an inline template, as vLLM accepts
+        }
+    }
+
+    auto engine = Engine::create(args.engine);
+    if (!engine) fail(engine.status().message());
+    auto server = server::ApiServer::create(engine->get(), options);
+    if (!server) fail(server.status().message());
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    (*server)->start();
+    std::printf("taco-llm serving %s on http://%s:%d\n", model.c_str(), options.http.host.c_str(), (*server)->port());
+    std::fflush(stdout);
+    while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log_info("serve: signal {}: stopping (in-flight requests are aborted)", g_signal.load());
+    (*server)->stop();
+    server->reset();
+    engine->reset();
+}
+
+const CommandRegistrar registrar(15, [](CLI::App& app) {
+    auto args = std::make_shared<ServeArgs>();
+    CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and flags)");
+    sub->add_option("model", args->engine.model_dir, "Model folder (config.json + *.safetensors + tokenizer)");
+    sub->add_option("--model", args->model_flag, "Same as the positional MODEL");
+    sub->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
+    sub->add_option("--port", args->server.http.port, "Port to listen on (0: any free port)")->capture_default_str();
+    sub->add_option("--api-key", args->server.api_key,
+                    "Require 'Authorization: Bearer KEY' (default: $VLLM_API_KEY or $TACO_LLM_API_KEY)");
+    sub->add_option("--served-model-name", args->served_model_names,
+                    "Model name(s) in the API; the first is reported (default: MODEL as given)");
+    sub->add_option("--chat-template", args->chat_template, "Chat template: a file, or the template itself");
+    sub->add_option("--generation-config", args->generation_config, "'auto', 'vllm' or a folder")
+        ->capture_default_str();
+    sub->add_option("--dtype", args->dtype, "Model dtype (auto)")->capture_default_str();
+    sub->add_option("--gpu-memory-utilization", args->gpu_memory_utilization, "Accepted for vLLM compatibility")
+        ->capture_default_str();
+    sub->add_option("--tensor-parallel-size", args->tensor_parallel_size, "Devices to shard over")
+        ->capture_default_str();
+    sub->add_option("--max-pending-requests", args->server.max_pending_requests,
+                    "Requests in flight beyond this get 503 with Retry-After")
+        ->capture_default_str();
+    sub->add_flag("--disable-log-requests", args->disable_log_requests, "Do not log each request");
+    sub->add_option("--io-threads", args->num_io_threads, "HTTP I/O threads")->capture_default_str();
+    add_engine_flags(sub, args->engine);
+    auto ignored = std::make_shared<std::vector<std::string>>();
+    for (const IgnoredFlag& flag : kIgnoredFlags) {
+        const std::string name = flag.name;
+        if (flag.has_value) {
+            sub->add_option_function<std::string>(
+                name, [name](const std::string&) { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
+                "vLLM flag, ignored here");
+        } else {
+            sub->add_flag_callback(
+                name, [name] { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
+                "vLLM flag, ignored here");
+        }
+    }
+    sub->callback([args] { run_serve(*args); });
+});
+
+}  // namespace
+}  // namespace taco::cli
