@@ -240,7 +240,7 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
         out += piece;
     }
     // Python skips this check when the argument is a non-tuple mapping or sequence (PyMapping_Check).
-    bool mapping_like = args.is_dict() || args.kind() == ValueKind::kList;
+    bool mapping_like = args.is_dict() || args.kind() == ValueKind::kList || args.is_undefined();
     if (!mapping_like && next < positional.size())
         return Status::error("not all arguments converted during string formatting");
     return out;

@@ -63,6 +63,10 @@ Result<Value> repeat(const Value& seq, int64_t times, size_t max_bytes) {
 }  // namespace
 
 Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, size_t max_bytes) {
+    if (op == "%" && a.is_string() && b.is_undefined()) {  // str % Undefined formats it as '' (no UndefinedError)
+        TACO_ASSIGN_OR_RETURN(std::string s, percent_format(a.as_string(), b));
+        return Value::string(std::move(s));
+    }
     if (a.is_undefined()) return Status::error(a.undefined_message());
     if (b.is_undefined()) return Status::error(b.undefined_message());
     bool numbers = a.is_number() && b.is_number();
