@@ -85,12 +85,12 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     const std::string path = request.target.substr(0, request.target.find('?'));
     if (options_.log_requests && request.method == "POST") log_info("server: {} {}", request.method, path);
     if (!options_.api_key.empty() && path != "/health" && path != "/metrics" && !authorized(request))
-        return error_reply({401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "",
-                            "AuthenticationError"});
+        return error_reply(
+            {401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "", "AuthenticationError"});
     auto route = [&](const char* method) -> std::optional<HandlerResult> {
         if (request.method == method) return std::nullopt;
-        return error_reply({405, fmt::format("{} needs {}, got {}", path, method, request.method), "",
-                            "MethodNotAllowed"});
+        return error_reply(
+            {405, fmt::format("{} needs {}, got {}", path, method, request.method), "", "MethodNotAllowed"});
     };
     if (path == "/v1/completions") return route("POST").value_or(completions(request, Endpoint::kCompletion));
     if (path == "/v1/chat/completions") return route("POST").value_or(completions(request, Endpoint::kChat));
@@ -109,8 +109,9 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
 HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoint) {
     const auto arrival = CompletionReply::Clock::now();
     if (in_flight_.load() >= options_.max_pending_requests)
-        return error_reply({503, fmt::format("the server is at its limit of {} requests in flight; retry later",
-                                             options_.max_pending_requests),
+        return error_reply({503,
+                            fmt::format("the server is at its limit of {} requests in flight; retry later",
+                                        options_.max_pending_requests),
                             "", "ServiceUnavailableError"},
                            {{"Retry-After", "1"}});
     ApiError error;
@@ -131,8 +132,9 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
         streams.push_back(std::move(*stream));
     }
     job->inputs.clear();
-    return HandlerResult{{}, std::make_shared<CompletionReply>(engine_, &metrics_, &in_flight_, std::move(*job),
-                                                               std::move(streams), arrival)};
+    return HandlerResult{{},
+                         std::make_shared<CompletionReply>(engine_, &metrics_, &in_flight_, std::move(*job),
+                                                           std::move(streams), arrival)};
 }
 
 HandlerResult ApiServer::tokenize(const HttpRequest& request) {
@@ -160,8 +162,8 @@ HandlerResult ApiServer::tokenize(const HttpRequest& request) {
     }
     auto ids = tokenizer->encode(text, add_special);
     if (!ids) return error_reply({400, ids.status().message(), "prompt"});
-    json out = {{"count", ids->size()}, {"max_model_len", engine_->max_model_len()}, {"tokens", *ids},
-                {"token_strs", nullptr}};
+    json out = {
+        {"count", ids->size()}, {"max_model_len", engine_->max_model_len()}, {"tokens", *ids}, {"token_strs", nullptr}};
     if (body->value("return_token_strs", false)) {
         json strs = json::array();
         for (int32_t id : *ids) strs.push_back(tokenizer->id_to_token(id).value_or(""));

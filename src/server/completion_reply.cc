@@ -87,8 +87,7 @@ json CompletionReply::usage() const {
 
 json CompletionReply::completion_logprobs(const std::vector<SampleLogprobs>& logprobs, int64_t& text_offset) const {
     const Tokenizer* tokenizer = engine_->tokenizer();
-    json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
-         offsets = json::array();
+    json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
     for (const SampleLogprobs& lp : logprobs) {
         const std::string text = token_text(tokenizer, lp.sampled.token);
         tokens.push_back(text);
@@ -100,7 +99,9 @@ json CompletionReply::completion_logprobs(const std::vector<SampleLogprobs>& log
         offsets.push_back(text_offset);
         text_offset += int64_t(text.size());
     }
-    return json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+    return json{{"tokens", tokens},
+                {"token_logprobs", token_logprobs},
+                {"top_logprobs", top_logprobs},
                 {"text_offset", offsets}};
 }
 
@@ -112,7 +113,8 @@ json CompletionReply::chat_logprobs(const std::vector<SampleLogprobs>& logprobs)
         json top = json::array();
         for (const TokenLogprob& t : lp.top) {
             const std::string top_text = token_text(tokenizer, t.token);
-            top.push_back({{"token", top_text}, {"logprob", clamp_logprob(t.logprob)}, {"bytes", utf8_bytes(top_text)}});
+            top.push_back(
+                {{"token", top_text}, {"logprob", clamp_logprob(t.logprob)}, {"bytes", utf8_bytes(top_text)}});
         }
         content.push_back({{"token", text},
                            {"logprob", clamp_logprob(lp.sampled.logprob)},
@@ -136,7 +138,8 @@ void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std:
         c["delta"] = d;
         c["logprobs"] = job_.want_logprobs ? chat_logprobs(delta.logprobs) : json(nullptr);
     }
-    c["finish_reason"] = delta.finish_reason ? json(std::string(finish_reason_name(*delta.finish_reason))) : json(nullptr);
+    c["finish_reason"] =
+        delta.finish_reason ? json(std::string(finish_reason_name(*delta.finish_reason))) : json(nullptr);
     c["stop_reason"] = delta.stop_reason.empty() ? json(nullptr) : json(delta.stop_reason);
     if (job_.return_token_ids) c["token_ids"] = delta.token_ids;
     choice.started = true;
@@ -235,8 +238,8 @@ Reply CompletionReply::take_reply() {
             int64_t offset = 0;
             c["logprobs"] = job_.want_logprobs ? completion_logprobs(choice.logprobs, offset) : json(nullptr);
         } else {
-            c["message"] = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr},
-                            {"tool_calls", json::array()}};
+            c["message"] = {
+                {"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}, {"tool_calls", json::array()}};
             c["logprobs"] = job_.want_logprobs ? chat_logprobs(choice.logprobs) : json(nullptr);
         }
         c["finish_reason"] = choice.finish_reason.empty() ? json(nullptr) : json(choice.finish_reason);

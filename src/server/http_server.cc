@@ -5,10 +5,10 @@
 #include <chrono>
 #include <optional>
 
+#include <fmt/format.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <fmt/format.h>
 
 #include "core/log.h"
 
@@ -65,16 +65,19 @@ private:
         if (ec == http::error::body_limit) {
             keep_alive_ = false;
             draining_ = true;
-            return send(Reply{413, "application/json",
+            return send(Reply{413,
+                              "application/json",
                               status_error_body(413, fmt::format("request body is over the limit of {} bytes",
                                                                  shared_->options.max_body_bytes)),
                               {}});
         }
-        if (ec && ec.category() == beast::error_code(http::error::end_of_stream).category() && ec != http::error::end_of_stream &&
-            ec != http::error::partial_message) {
+        if (ec && ec.category() == beast::error_code(http::error::end_of_stream).category() &&
+            ec != http::error::end_of_stream && ec != http::error::partial_message) {
             keep_alive_ = false;
-            return send(Reply{400, "application/json",
-                              status_error_body(400, fmt::format("malformed HTTP request: {}", ec.message())), {}});
+            return send(Reply{400,
+                              "application/json",
+                              status_error_body(400, fmt::format("malformed HTTP request: {}", ec.message())),
+                              {}});
         }
         if (ec) return close();
         http::request<http::string_body> req = parser_->release();
@@ -98,9 +101,10 @@ private:
         if (!result.pending) return send(std::move(result.reply));
         pending_ = std::move(result.pending);
         if (pending_->streaming()) {
-            out_ = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                               "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
-                               keep_alive_ ? "keep-alive" : "close");
+            out_ = fmt::format(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+                keep_alive_ ? "keep-alive" : "close");
             stream_done_ = false;
             write_stream();
         } else {

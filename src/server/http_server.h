@@ -56,10 +56,10 @@ using Handler = std::function<HandlerResult(const HttpRequest&)>;
 
 struct HttpServerOptions {
     std::string host = "0.0.0.0";
-    int port = 8000;                            // 0: an ephemeral port (see HttpServer::port())
-    int num_threads = 2;                        // I/O threads
-    uint64_t max_body_bytes = 32ull << 20;      // larger bodies get 413
-    int poll_interval_ms = 2;                   // how often pending replies are polled while idle
+    int port = 8000;                        // 0: an ephemeral port (see HttpServer::port())
+    int num_threads = 2;                    // I/O threads
+    uint64_t max_body_bytes = 32ull << 20;  // larger bodies get 413
+    int poll_interval_ms = 2;               // how often pending replies are polled while idle
 };
 
 class HttpServer {

@@ -28,10 +28,10 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
 
 // Bucket bounds as vLLM's (vllm/v1/metrics/loggers.py).
 ServerMetrics::ServerMetrics()
-    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                           20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
-      e2e_request_latency({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-                           240.0, 480.0, 960.0, 1920.0, 7680.0}),
+    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      e2e_request_latency({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+                           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}),
       time_per_output_token({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                              20.0, 40.0, 80.0}) {}
 
@@ -51,8 +51,9 @@ std::string ServerMetrics::render(const EngineStats& s, const std::string& model
     metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in tokens.",
            s.prefix_hits_device_tokens + s.prefix_hits_host_tokens);
     metric("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.", s.num_preemptions);
-    out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"
-           "# TYPE vllm:request_success_total counter\n";
+    out +=
+        "# HELP vllm:request_success_total Count of successfully processed requests.\n"
+        "# TYPE vllm:request_success_total counter\n";
     out += fmt::format("vllm:request_success_total{{{}}} {}\n", labels, requests_success.load());
     auto histogram = [&](const char* name, const char* help, const Histogram& h) {
         out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);

@@ -31,7 +31,8 @@ bool read_bool(const json& body, const char* key, bool& out, ApiError& error) {
 // Returns false (with `error` set) for a token-id list with a non-id entry.
 bool read_ids(const json& list, std::vector<int32_t>& ids, ApiError& error) {
     for (const json& id : list) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+            id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
             fail(error, fmt::format("'prompt' holds {}, which is not a token id", id.dump()), "prompt");
             return false;
         }
@@ -162,8 +163,9 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
         job.echo_texts.push_back(job.echo ? text : "");
         job.inputs.push_back(GenerationInput{std::move(text), {}, params});
     };
-    const std::string kPromptShape = "'prompt' must be a string, a list of strings, a list of token ids or a list of "
-                                     "token-id lists";
+    const std::string kPromptShape =
+        "'prompt' must be a string, a list of strings, a list of token ids or a list of "
+        "token-id lists";
     if (prompt.is_string()) {
         add_text(prompt.get<std::string>());
     } else if (prompt.is_array() && !prompt.empty() && prompt.at(0).is_number()) {
@@ -219,8 +221,9 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
             for (const json& part : content) {
                 if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
                     !part.at("text").is_string()) {
-                    fail(error, fmt::format("{}.content: only {{\"type\": \"text\", \"text\": ...}} parts are supported",
-                                            where),
+                    fail(error,
+                         fmt::format("{}.content: only {{\"type\": \"text\", \"text\": ...}} parts are supported",
+                                     where),
                          "messages");
                     return std::nullopt;
                 }

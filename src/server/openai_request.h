@@ -33,10 +33,10 @@ struct CompletionJob {
     std::vector<GenerationInput> inputs;
     std::vector<std::string> echo_texts;  // per input: prepended to each choice's text when echo is set
     bool stream = false;
-    bool include_usage = false;           // stream_options.include_usage
-    bool continuous_usage = false;        // stream_options.continuous_usage_stats (vLLM)
+    bool include_usage = false;     // stream_options.include_usage
+    bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
     bool echo = false;
-    bool return_token_ids = false;        // vLLM: token_ids / prompt_token_ids in the choices
+    bool return_token_ids = false;  // vLLM: token_ids / prompt_token_ids in the choices
     bool want_logprobs = false;
     int64_t n = 1;
 };
@@ -50,8 +50,7 @@ struct ParseContext {
 // The body must already be a parsed JSON value.
 std::optional<CompletionJob> parse_completion_request(const nlohmann::json& body, const ParseContext& ctx,
                                                       ApiError& error);
-std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx,
-                                                ApiError& error);
+std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx, ApiError& error);
 
 // Renders chat messages with the template (shared by /v1/chat/completions and /tokenize). `body` holds
 // messages, add_generation_prompt (default true), chat_template_kwargs.

@@ -39,13 +39,27 @@ struct IgnoredFlag {
     bool has_value;
 };
 constexpr IgnoredFlag kIgnoredFlags[] = {
-    {"--trust-remote-code", false}, {"--enforce-eager", false}, {"--disable-log-stats", false},
-    {"--disable-custom-all-reduce", false}, {"--enable-auto-tool-choice", false},
-    {"--disable-frontend-multiprocessing", false}, {"--swap-space", true}, {"--download-dir", true},
-    {"--load-format", true}, {"--kv-cache-dtype", true}, {"--quantization", true}, {"--revision", true},
-    {"--tokenizer-mode", true}, {"--cpu-offload-gb", true}, {"--max-logprobs", true},
-    {"--pipeline-parallel-size", true}, {"--distributed-executor-backend", true}, {"--tool-call-parser", true},
-    {"--uvicorn-log-level", true}, {"--max-seq-len-to-capture", true}, {"--num-gpu-blocks-override", true},
+    {"--trust-remote-code", false},
+    {"--enforce-eager", false},
+    {"--disable-log-stats", false},
+    {"--disable-custom-all-reduce", false},
+    {"--enable-auto-tool-choice", false},
+    {"--disable-frontend-multiprocessing", false},
+    {"--swap-space", true},
+    {"--download-dir", true},
+    {"--load-format", true},
+    {"--kv-cache-dtype", true},
+    {"--quantization", true},
+    {"--revision", true},
+    {"--tokenizer-mode", true},
+    {"--cpu-offload-gb", true},
+    {"--max-logprobs", true},
+    {"--pipeline-parallel-size", true},
+    {"--distributed-executor-backend", true},
+    {"--tool-call-parser", true},
+    {"--uvicorn-log-level", true},
+    {"--max-seq-len-to-capture", true},
+    {"--num-gpu-blocks-override", true},
 };
 
 std::atomic<int> g_signal{0};
@@ -62,15 +76,16 @@ void run_serve(ServeArgs& args) {
         log_warn("--tensor-parallel-size {} has no meaning on the CPU backend; running on one device",
                  args.tensor_parallel_size);
     if (args.dtype != "auto" && args.dtype != "float32")
-        log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation", args.dtype);
+        log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation",
+                 args.dtype);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
         !std::filesystem::is_directory(args.generation_config))
         fail(fmt::format("--generation-config {}: expected 'auto', 'vllm' or a folder", args.generation_config));
 
     server::ApiServerOptions& options = args.server;
     options.model_dir = model;
-    options.served_model_names = args.served_model_names.empty() ? std::vector<std::string>{model}
-                                                                 : args.served_model_names;
+    options.served_model_names =
+        args.served_model_names.empty() ? std::vector<std::string>{model} : args.served_model_names;
     options.log_requests = !args.disable_log_requests;
     options.http.num_threads = args.num_io_threads;
     if (options.api_key.empty()) {
@@ -134,7 +149,8 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
         const std::string name = flag.name;
         if (flag.has_value) {
             sub->add_option_function<std::string>(
-                name, [name](const std::string&) { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
+                name,
+                [name](const std::string&) { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
                 "vLLM flag, ignored here");
         } else {
             sub->add_flag_callback(

@@ -1,0 +1,125 @@
+// Auth, malformed requests, limits and client disconnects: each gets a clear 4xx/5xx and the server keeps
+// serving the other clients.
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "test_client.h"
+
+namespace taco::server::testing {
+namespace {
+
+using json = nlohmann::json;
+
+void expect_error(const HttpResult& r, int status, const std::string& needle, const std::string& param = "") {
+    EXPECT_EQ(r.status, status) << r.body;
+    json body = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << r.body;
+    const json& e = body["error"];
+    EXPECT_NE(e["message"].get<std::string>().find(needle), std::string::npos) << r.body;
+    EXPECT_TRUE(e.contains("type") && e.contains("param") && e.contains("code")) << r.body;
+    if (!param.empty()) {
+        EXPECT_EQ(e["param"], param) << r.body;
+    }
+}
+
+TEST(ServerErrors, ApiKeyGuardsEveryRouteButHealthAndMetrics) {
+    ApiServerOptions options;
+    options.api_key = "sekret";
+    TestServer s("tests/data/models/llama", options);
+    expect_error(http_call(s.port, "GET", "/v1/models", ""), 401, "Authorization");
+    expect_error(http_call(s.port, "GET", "/v1/models", "", "wrong"), 401, "Authorization");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}}, "sekre"), 401, "Authorization");
+    EXPECT_EQ(http_call(s.port, "GET", "/v1/models", "", "sekret").status, 200);
+    EXPECT_EQ(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 1}}, "sekret").status, 200);
+    EXPECT_EQ(http_call(s.port, "GET", "/health", "").status, 200);
+    EXPECT_EQ(http_call(s.port, "GET", "/metrics", "").status, 200);
+}
+
+TEST(ServerErrors, BadRequestsGetClearErrorsWhileAnotherClientStreams) {
+    TestServer s("models/demo");
+    HttpResult streamed;
+    std::thread streamer([&] {
+        streamed = post(s.port, "/v1/completions",
+                        {{"prompt", "Once upon a time"},
+                         {"max_tokens", 40},
+                         {"ignore_eos", true},
+                         {"stream", true},
+                         {"return_token_ids", true}});
+    });
+    const int port = s.port;
+    expect_error(http_call(port, "POST", "/v1/completions", "{\"prompt\": "), 400, "invalid JSON");
+    expect_error(http_call(port, "POST", "/v1/completions", "{\"prompt\": \"\xff\xfe\", \"max_tokens\": 2}"), 400,
+                 "invalid JSON");
+    expect_error(post(port, "/v1/completions", {{"prompt", "hi"}, {"temperature", "hot"}}), 400, "temperature",
+                 "temperature");
+    expect_error(post(port, "/v1/completions", {{"prompt", "hi"}, {"max_tokens", -3}}), 400, "max_tokens",
+                 "max_tokens");
+    expect_error(post(port, "/v1/completions", {{"prompt", 5}}), 400, "'prompt'", "prompt");
+    expect_error(post(port, "/v1/completions", {{"prompt", "hi"}, {"model", "gpt-4"}}), 404, "gpt-4", "model");
+    expect_error(post(port, "/v1/completions", {{"prompt", "hi"}, {"suffix", "x"}}), 400, "suffix", "suffix");
+    expect_error(post(port, "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 5000}}), 400, "max");
+    expect_error(post(port, "/v1/chat/completions",
+                      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", {{{"type", "function"}}}}}),
+                 400, "tools", "tools");
+    expect_error(
+        post(port, "/v1/chat/completions",
+             {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", {{"type", "json_object"}}}}),
+        400, "json_object", "response_format");
+    expect_error(post(port, "/v1/chat/completions", {{"messages", "hello"}}), 400, "messages", "messages");
+    expect_error(http_call(port, "GET", "/v2/nothing", ""), 404, "/v2/nothing");
+    expect_error(http_call(port, "POST", "/v1/completions", std::string(33u << 20, 'a')), 413, "limit");
+    streamer.join();
+    ASSERT_EQ(streamed.status, 200);
+    bool done = false;
+    auto events = sse_events(streamed.body, &done);
+    EXPECT_TRUE(done);
+    size_t tokens = 0;
+    for (const json& e : events)
+        for (const json& c : e["choices"]) tokens += c["token_ids"].size();
+    EXPECT_EQ(tokens, 40u);
+}
+
+TEST(ServerErrors, FullServerAnswers503WithRetryAfter) {
+    ApiServerOptions options;
+    options.max_pending_requests = 0;
+    TestServer s("tests/data/models/llama", options);
+    HttpResult r = post(s.port, "/v1/completions", {{"prompt", {1, 2}}});
+    expect_error(r, 503, "limit");
+    EXPECT_EQ(r.retry_after, "1");
+}
+
+TEST(ServerErrors, ClientDisconnectMidStreamAbortsAndFreesKv) {
+    namespace beast = boost::beast;
+    namespace http = beast::http;
+    TestServer s("models/demo");
+    {
+        boost::asio::io_context ioc;
+        beast::tcp_stream stream(ioc);
+        stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), uint16_t(s.port)));
+        http::request<http::string_body> req(http::verb::post, "/v1/completions", 11);
+        req.set(http::field::host, "127.0.0.1");
+        req.body() =
+            json({{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}).dump();
+        req.prepare_payload();
+        http::write(stream, req);
+        std::string received;
+        char buffer[4096];
+        while (received.find("\"text\"") == std::string::npos) {  // the first token arrived
+            const size_t n = stream.socket().read_some(boost::asio::buffer(buffer));
+            received.append(buffer, n);
+        }
+        EXPECT_GT(s.engine->stats().kv_cache_usage, 0.0);
+    }  // the socket closes here
+    // Wait (bounded) for the server to notice, abort the request and free its blocks.
+    for (int i = 0; i < 400 && (s.engine->stats().kv_cache_usage > 0 || s.server->num_in_flight() > 0); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(s.engine->stats().kv_cache_usage, 0.0);
+    EXPECT_EQ(s.server->num_in_flight(), 0);
+    HttpResult metrics = http_call(s.port, "GET", "/metrics", "");
+    EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\"} 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace taco::server::testing
