@@ -117,10 +117,13 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
     if (!inputs.messages.is_array()) return Status::error("chat template: messages must be a JSON array");
     if (inputs.messages.empty())
         return Status::error("Cannot apply chat template to an empty conversation. Provide at least one message.");
-    const jinja::Template* compiled = (!inputs.tools.is_null() && tool_use_) ? &*tool_use_ : default_ ? &*default_ : nullptr;
+    const jinja::Template* compiled = (!inputs.tools.is_null() && tool_use_) ? &*tool_use_
+                                      : default_                             ? &*default_
+                                                                             : nullptr;
     if (!compiled)
-        return Status::error("this model has multiple chat templates with no default specified (only \"tool_use\", "
-                             "which needs tools)");
+        return Status::error(
+            "this model has multiple chat templates with no default specified (only \"tool_use\", "
+            "which needs tools)");
     if (!inputs.tools.is_null() && !inputs.tools.is_array())
         return Status::error("chat template: tools must be null or a JSON array");
     if (!inputs.extra.is_null() && !inputs.extra.is_object())

@@ -22,7 +22,7 @@ struct ChatTemplateInputs {
     nlohmann::ordered_json tools;     // null or array
     bool add_generation_prompt = false;
     std::optional<std::string> date_string;  // for templates that read `date_string`
-    nlohmann::ordered_json extra;     // object: chat_template_kwargs, e.g. {"enable_thinking": false}
+    nlohmann::ordered_json extra;            // object: chat_template_kwargs, e.g. {"enable_thinking": false}
     // The clock of strftime_now() (epoch seconds, local time); unset = the current time. Goldens pin it.
     std::optional<int64_t> now_epoch_seconds;
 };

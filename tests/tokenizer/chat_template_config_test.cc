@@ -31,8 +31,9 @@ protected:
 };
 
 TEST_F(ChatTemplateConfig, StringTemplateWithStringSpecialTokens) {
-    write("tokenizer_config.json",
-          R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"})");
+    write(
+        "tokenizer_config.json",
+        R"({"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"})");
     auto out = render_dir();
     ASSERT_TRUE(out.is_ok()) << out.status().message();
     EXPECT_EQ(*out, "<s>hi</s>");
@@ -48,16 +49,18 @@ TEST_F(ChatTemplateConfig, AddedTokenObjectsGiveTheirContent) {
 }
 
 TEST_F(ChatTemplateConfig, ListOfNamedTemplatesUsesDefault) {
-    write("tokenizer_config.json",
-          R"({"chat_template": [{"name": "tool_use", "template": "TOOLS"}, {"name": "default", "template": "DEFAULT {{ add_generation_prompt }}"}]})");
+    write(
+        "tokenizer_config.json",
+        R"({"chat_template": [{"name": "tool_use", "template": "TOOLS"}, {"name": "default", "template": "DEFAULT {{ add_generation_prompt }}"}]})");
     auto out = render_dir(true);
     ASSERT_TRUE(out.is_ok()) << out.status().message();
     EXPECT_EQ(*out, "DEFAULT True");
 }
 
 TEST_F(ChatTemplateConfig, ToolUseTemplateIsPickedWhenToolsAreGiven) {
-    write("tokenizer_config.json",
-          R"({"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T{{ tools|length }}"}]})");
+    write(
+        "tokenizer_config.json",
+        R"({"chat_template": [{"name": "default", "template": "D"}, {"name": "tool_use", "template": "T{{ tools|length }}"}]})");
     auto chat_template = ChatTemplate::from_dir(dir_.string());
     ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
     ChatTemplateInputs inputs;
@@ -138,8 +141,9 @@ TEST_F(ChatTemplateConfig, SyntaxErrorNamesTheFileAndLine) {
 }
 
 TEST_F(ChatTemplateConfig, KwargsOverrideSpecialTokensAndDateString) {
-    write("tokenizer_config.json",
-          R"({"bos_token": "<s>", "chat_template": "{{ bos_token }}|{{ date_string }}|{{ enable_thinking }}|{{ tools }}"})");
+    write(
+        "tokenizer_config.json",
+        R"({"bos_token": "<s>", "chat_template": "{{ bos_token }}|{{ date_string }}|{{ enable_thinking }}|{{ tools }}"})");
     auto chat_template = ChatTemplate::from_dir(dir_.string());
     ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
     ChatTemplateInputs inputs;

@@ -31,9 +31,9 @@ GoldenCounts check_set(const std::string& set_name) {
         ++counts.total;
         const auto& info = templates.at(name);
         const auto& special = info["special_tokens"];
-        auto chat_template = ChatTemplate::from_string(info["template"].get<std::string>(),
-                                                       special.value("bos_token", std::string()),
-                                                       special.value("eos_token", std::string()));
+        auto chat_template =
+            ChatTemplate::from_string(info["template"].get<std::string>(), special.value("bos_token", std::string()),
+                                      special.value("eos_token", std::string()));
         if (!chat_template.is_ok()) {
             ADD_FAILURE() << chat_template.status().message();
             continue;

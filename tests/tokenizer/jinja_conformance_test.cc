@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tokenizer/jinja/template.h"
 #include "jinja_test_util.h"
+#include "tokenizer/jinja/template.h"
 
 namespace taco::jinja {
 namespace {
@@ -37,7 +37,7 @@ TEST(JinjaConformance, MatchesTransformersEnvironmentOnEveryCase) {
         auto rendered = render_case(test_case);
         if (golden.contains("error")) {
             EXPECT_FALSE(rendered.is_ok()) << "transformers raised " << golden["error"] << " but we rendered '"
-                                          << (rendered.is_ok() ? *rendered : "") << "'";
+                                           << (rendered.is_ok() ? *rendered : "") << "'";
             if (!rendered.is_ok()) ++passed;
             continue;
         }

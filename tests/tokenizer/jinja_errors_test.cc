@@ -12,9 +12,9 @@ namespace {
 
 Result<std::string> render(const std::string& source, RenderOptions options = {}) {
     TACO_ASSIGN_OR_RETURN(Template tmpl, Template::parse(source));
-    return tmpl.render({{"messages", Value::from_json(nlohmann::ordered_json::parse(
-                                         R"([{"role": "user", "content": "hi"}])"))}},
-                       options);
+    return tmpl.render(
+        {{"messages", Value::from_json(nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])"))}},
+        options);
 }
 
 TEST(JinjaErrors, SyntaxErrorNamesTheLine) {
@@ -84,8 +84,9 @@ TEST(JinjaErrors, LongOperatorAndFilterChainsAreRefused) {
 }
 
 TEST(JinjaErrors, ValuesGrowingThroughANamespaceAreBounded) {
-    auto result = render("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
-                         "{{ ns.x }}");
+    auto result = render(
+        "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+        "{{ ns.x }}");
     ASSERT_FALSE(result.is_ok());
     EXPECT_NE(result.status().message().find("nested"), std::string::npos) << result.status().message();
 }

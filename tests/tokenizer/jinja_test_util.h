@@ -20,7 +20,9 @@ inline void use_utc_time_zone() {
     tzset();
 }
 
-inline std::string data_path(const std::string& relative) { return std::string(TACO_SOURCE_DIR) + "/tests/data/" + relative; }
+inline std::string data_path(const std::string& relative) {
+    return std::string(TACO_SOURCE_DIR) + "/tests/data/" + relative;
+}
 
 inline std::vector<nlohmann::ordered_json> read_jsonl(const std::string& path) {
     std::vector<nlohmann::ordered_json> lines;

@@ -45,18 +45,18 @@ struct Expr {
 };
 
 enum class StmtKind {
-    kData,        // text
-    kEmit,        // expr
-    kIf,          // branches (conditions[i] guards bodies[i]); else_body
-    kFor,         // targets, expr = iterable, condition = inline `if` (may be null), body, else_body
-    kSet,         // targets (or attr_target), expr
-    kSetBlock,    // targets[0], body, filter (may be null: a kFilter expr whose value is the body)
-    kMacro,       // name, params (+ defaults), body
-    kCallBlock,   // expr = the call, params = caller's parameters, body = caller's body
-    kFilterBlock, // filter = kFilter chain applied to the body's output, body
+    kData,         // text
+    kEmit,         // expr
+    kIf,           // branches (conditions[i] guards bodies[i]); else_body
+    kFor,          // targets, expr = iterable, condition = inline `if` (may be null), body, else_body
+    kSet,          // targets (or attr_target), expr
+    kSetBlock,     // targets[0], body, filter (may be null: a kFilter expr whose value is the body)
+    kMacro,        // name, params (+ defaults), body
+    kCallBlock,    // expr = the call, params = caller's parameters, body = caller's body
+    kFilterBlock,  // filter = kFilter chain applied to the body's output, body
     kBreak,
     kContinue,
-    kBody         // body (e.g. {% generation %})
+    kBody  // body (e.g. {% generation %})
 };
 
 struct Stmt;

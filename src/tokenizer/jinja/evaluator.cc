@@ -26,9 +26,9 @@ using ChangedState = std::shared_ptr<std::optional<std::vector<Value>>>;
 
 Value make_loop(size_t index, size_t length, const std::vector<Value>& items, const ChangedState& changed) {
     // Keys are built once: a loop object is made per iteration.
-    static const Value kKeys[] = {Value::string("index"),    Value::string("index0"),  Value::string("revindex"),
-                                  Value::string("revindex0"), Value::string("first"),   Value::string("last"),
-                                  Value::string("length"),    Value::string("depth"),   Value::string("depth0"),
+    static const Value kKeys[] = {Value::string("index"),     Value::string("index0"),   Value::string("revindex"),
+                                  Value::string("revindex0"), Value::string("first"),    Value::string("last"),
+                                  Value::string("length"),    Value::string("depth"),    Value::string("depth0"),
                                   Value::string("previtem"),  Value::string("nextitem"), Value::string("cycle"),
                                   Value::string("changed")};
     ValueDict d;
@@ -133,9 +133,7 @@ Result<Evaluator::Flow> Evaluator::render_body(const Body& body, const std::shar
 Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
                                                std::string& out) {
     switch (stmt.kind) {
-        case StmtKind::kData:
-            TACO_RETURN_IF_ERROR(append_output(out, stmt.text));
-            return Flow::kNormal;
+        case StmtKind::kData: TACO_RETURN_IF_ERROR(append_output(out, stmt.text)); return Flow::kNormal;
         case StmtKind::kEmit: {
             TACO_ASSIGN_OR_RETURN(Value v, eval(*stmt.expr, frame));
             TACO_RETURN_IF_ERROR(append_output(out, v.str()));
@@ -148,8 +146,7 @@ Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shar
             }
             return render_body(stmt.else_body, frame, out);
         }
-        case StmtKind::kFor:
-            return render_for(stmt, frame, out);
+        case StmtKind::kFor: return render_for(stmt, frame, out);
         case StmtKind::kSet: {
             TACO_ASSIGN_OR_RETURN(Value v, eval(*stmt.expr, frame));
             TACO_RETURN_IF_ERROR(render_set(stmt, frame, v));
@@ -167,9 +164,7 @@ Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shar
             TACO_RETURN_IF_ERROR(render_set(stmt, frame, v));
             return Flow::kNormal;
         }
-        case StmtKind::kMacro:
-            frame->set(stmt.name, make_macro(stmt, frame, Value()));
-            return Flow::kNormal;
+        case StmtKind::kMacro: frame->set(stmt.name, make_macro(stmt, frame, Value())); return Flow::kNormal;
         case StmtKind::kCallBlock: {
             const Expr& call = *stmt.expr;
             TACO_ASSIGN_OR_RETURN(Value callee, eval(*call.children[0], frame));
@@ -188,12 +183,9 @@ Result<Evaluator::Flow> Evaluator::render_stmt(const Stmt& stmt, const std::shar
             TACO_RETURN_IF_ERROR(append_output(out, v.str()));
             return Flow::kNormal;
         }
-        case StmtKind::kBreak:
-            return Flow::kBreak;
-        case StmtKind::kContinue:
-            return Flow::kContinue;
-        case StmtKind::kBody:
-            return render_body(stmt.body, frame, out);
+        case StmtKind::kBreak: return Flow::kBreak;
+        case StmtKind::kContinue: return Flow::kContinue;
+        case StmtKind::kBody: return render_body(stmt.body, frame, out);
     }
     return Flow::kNormal;
 }
@@ -204,8 +196,7 @@ Status Evaluator::render_set(const Stmt& stmt, const std::shared_ptr<Frame>& fra
     if (!stmt.attr_target.empty()) {
         const Value* target = frame->lookup(stmt.targets[0]);
         if (!target || !target->is_namespace()) return Status::error("cannot assign attribute on non-namespace object");
-        if (value.contains_namespace())
-            return Status::error("storing a namespace inside a namespace is not supported");
+        if (value.contains_namespace()) return Status::error("storing a namespace inside a namespace is not supported");
         target->namespace_dict().set(Value::string(stmt.attr_target), value);
         return Status::ok();
     }
@@ -220,8 +211,7 @@ Status Evaluator::render_set(const Stmt& stmt, const std::shared_ptr<Frame>& fra
     return Status::ok();
 }
 
-Result<Evaluator::Flow> Evaluator::render_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
-                                              std::string& out) {
+Result<Evaluator::Flow> Evaluator::render_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string& out) {
     TACO_ASSIGN_OR_RETURN(Value iterable, eval(*stmt.expr, frame));
     TACO_ASSIGN_OR_RETURN(std::vector<Value> all, iterate(iterable));
     auto bind_targets = [&](Frame& f, const Value& item) -> Status {
@@ -331,17 +321,16 @@ Result<bool> Evaluator::apply_test(const std::string& name, const Value& value, 
 
 Result<Value> Evaluator::get_attribute(const Value& object, const std::string& name) {
     switch (object.kind()) {
-        case ValueKind::kUndefined:
-            return Status::error(object.undefined_message());
+        case ValueKind::kUndefined: return Status::error(object.undefined_message());
         case ValueKind::kDict: {
             if (is_dict_method(name)) {
                 Value self = object;
-                return Value::callable(name, [self, name](CallArgs& args, Evaluator&) {
-                    return call_dict_method(self, name, args);
-                });
+                return Value::callable(
+                    name, [self, name](CallArgs& args, Evaluator&) { return call_dict_method(self, name, args); });
             }
             if (is_unsafe_method(object, name))
-                return Value::undefined(name, fmt::format("access to attribute '{}' of 'dict' object is unsafe.", name));
+                return Value::undefined(name,
+                                        fmt::format("access to attribute '{}' of 'dict' object is unsafe.", name));
             if (const Value* v = object.as_dict().find(name)) return *v;
             return Value::undefined(name, fmt::format("'dict object' has no attribute '{}'", name));
         }
@@ -361,24 +350,21 @@ Result<Value> Evaluator::get_attribute(const Value& object, const std::string& n
         case ValueKind::kTuple:
             if (is_list_method(name)) {
                 Value self = object;
-                return Value::callable(name, [self, name](CallArgs& args, Evaluator&) {
-                    return call_list_method(self, name, args);
-                });
+                return Value::callable(
+                    name, [self, name](CallArgs& args, Evaluator&) { return call_list_method(self, name, args); });
             }
             if (is_unsafe_method(object, name))
-                return Value::undefined(name, fmt::format("access to attribute '{}' of '{}' object is unsafe.", name,
-                                                          object.type_name()));
+                return Value::undefined(
+                    name, fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, object.type_name()));
             break;
-        default:
-            break;
+        default: break;
     }
     return Value::undefined(name, fmt::format("'{}' object has no attribute '{}'", object.type_name(), name));
 }
 
 Result<Value> Evaluator::get_item(const Value& object, const Value& key) {
     switch (object.kind()) {
-        case ValueKind::kUndefined:
-            return Status::error(object.undefined_message());
+        case ValueKind::kUndefined: return Status::error(object.undefined_message());
         case ValueKind::kDict:
             if (const Value* v = object.as_dict().find(key)) return *v;
             break;
@@ -407,8 +393,7 @@ Result<Value> Evaluator::get_item(const Value& object, const Value& key) {
                 }
             }
             break;
-        default:
-            break;
+        default: break;
     }
     if (key.is_string()) return get_attribute(object, key.as_string());
     return Value::undefined("", fmt::format("'{}' object has no element {}", object.type_name(), key.repr()));
@@ -453,8 +438,7 @@ Result<Value> Evaluator::eval(const Expr& expr, const std::shared_ptr<Frame>& fr
         ~DepthGuard() { --depth; }
     } guard{eval_depth_};
     switch (expr.kind) {
-        case ExprKind::kLiteral:
-            return expr.literal;
+        case ExprKind::kLiteral: return expr.literal;
         case ExprKind::kName: {
             if (const Value* v = frame->lookup(expr.name)) return *v;
             return Value::undefined(expr.name);
@@ -488,8 +472,7 @@ Result<Value> Evaluator::eval(const Expr& expr, const std::shared_ptr<Frame>& fr
             TACO_ASSIGN_OR_RETURN(Value key, eval(*expr.children[1], frame));
             return get_item(object, key);
         }
-        case ExprKind::kSlice:
-            return eval_slice(expr, frame);
+        case ExprKind::kSlice: return eval_slice(expr, frame);
         case ExprKind::kCall: {
             TACO_ASSIGN_OR_RETURN(Value callee, eval(*expr.children[0], frame));
             TACO_ASSIGN_OR_RETURN(CallArgs args, eval_args(expr, 1, frame));
@@ -522,8 +505,7 @@ Result<Value> Evaluator::eval(const Expr& expr, const std::shared_ptr<Frame>& fr
             if (v.as_int() == INT64_MIN) return Status::error("integer overflow");
             return Value::integer(-v.as_int());
         }
-        case ExprKind::kBinary:
-            return eval_binary(expr, frame);
+        case ExprKind::kBinary: return eval_binary(expr, frame);
         case ExprKind::kConcat: {
             std::string s;
             for (const auto& child : expr.children) {
@@ -533,8 +515,7 @@ Result<Value> Evaluator::eval(const Expr& expr, const std::shared_ptr<Frame>& fr
             }
             return Value::string(std::move(s));
         }
-        case ExprKind::kCompare:
-            return eval_compare(expr, frame);
+        case ExprKind::kCompare: return eval_compare(expr, frame);
         case ExprKind::kCondition: {
             TACO_ASSIGN_OR_RETURN(Value cond, eval(*expr.children[1], frame));
             if (cond.truthy()) return eval(*expr.children[0], frame);

@@ -17,11 +17,11 @@ namespace {
 
 const std::set<std::string>& filter_names() {
     static const std::set<std::string> kNames = {
-        "abs",     "batch",  "capitalize", "center",     "count",    "d",         "default", "dictsort", "e",
-        "escape",  "first",  "float",      "forceescape", "format",  "indent",    "int",     "items",    "join",
-        "last",    "length", "list",       "lower",      "map",      "max",       "min",     "reject",   "rejectattr",
-        "replace", "reverse", "round",     "safe",       "select",   "selectattr", "sort",   "string",   "sum",
-        "title",   "tojson", "trim",       "unique",     "upper",    "wordcount", "truncate", "attr"};
+        "abs",     "batch",   "capitalize", "center",      "count",  "d",          "default",  "dictsort", "e",
+        "escape",  "first",   "float",      "forceescape", "format", "indent",     "int",      "items",    "join",
+        "last",    "length",  "list",       "lower",       "map",    "max",        "min",      "reject",   "rejectattr",
+        "replace", "reverse", "round",      "safe",        "select", "selectattr", "sort",     "string",   "sum",
+        "title",   "tojson",  "trim",       "unique",      "upper",  "wordcount",  "truncate", "attr"};
     return kNames;
 }
 
@@ -39,7 +39,8 @@ Result<Value> lookup_path(const Value& item, const Value& attribute, Evaluator& 
         size_t dot = path.find('.', start);
         std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         Value key = Value::string(part);
-        if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        if (!part.empty() &&
+            std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
             key = Value::integer(std::strtoll(part.c_str(), nullptr, 10));
         TACO_ASSIGN_OR_RETURN(current, ev.get_item(current, key));
         if (dot == std::string::npos) return current;
@@ -121,10 +122,12 @@ Result<Value> python_int(const Value& value, const Value& fallback, int base) {
         char* end = nullptr;
         errno = 0;
         long long i = std::strtoll(digits.c_str(), &end, base);
-        if (*end == '\0' && errno == 0 && !std::isspace(static_cast<unsigned char>(digits[0]))) return Value::integer(i);
+        if (*end == '\0' && errno == 0 && !std::isspace(static_cast<unsigned char>(digits[0])))
+            return Value::integer(i);
         end = nullptr;
         double d = std::strtod(digits.c_str(), &end);
-        if (*end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(static_cast<int64_t>(std::trunc(d)));
+        if (*end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18)
+            return Value::integer(static_cast<int64_t>(std::trunc(d)));
     }
     return fallback;
 }
@@ -234,8 +237,9 @@ Result<Value> indent_filter(const Value& value, CallArgs& args) {
     if (!value.is_string()) return error("unsupported operand type(s) for +=: '{}' and 'str'", value.type_name());
     std::string indention = "    ";
     if (a.has(0)) {
-        indention = a.get(0).is_string() ? a.get(0).as_string()
-                                         : std::string(static_cast<size_t>(std::clamp<int64_t>(a.get(0).as_int(), 0, 4096)), ' ');
+        indention = a.get(0).is_string()
+                        ? a.get(0).as_string()
+                        : std::string(static_cast<size_t>(std::clamp<int64_t>(a.get(0).as_int(), 0, 4096)), ' ');
     }
     bool first = a.has(1) && a.get(1).truthy();
     bool blank = a.has(2) && a.get(2).truthy();
@@ -331,7 +335,8 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
     }
     if (name == "trim") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"chars"}, 0, name));
-        if (a.has(0) && a.get(0).is_string()) return Value::string(str_strip(value.str(), &a.get(0).as_string(), true, true));
+        if (a.has(0) && a.get(0).is_string())
+            return Value::string(str_strip(value.str(), &a.get(0).as_string(), true, true));
         return Value::string(str_strip(value.str(), nullptr, true, true));
     }
     if (name == "upper") return Value::string(str_upper(value.str()));
@@ -407,7 +412,8 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
                          (value.is_dict() && (is_dict_method(attribute) || is_unsafe_method(value, attribute))) ||
                          (value.is_sequence() && (is_list_method(attribute) || is_unsafe_method(value, attribute)));
         if (is_method || value.is_namespace()) return ev.get_attribute(value, attribute);
-        return Value::undefined(attribute, fmt::format("'{}' object has no attribute '{}'", value.type_name(), attribute));
+        return Value::undefined(attribute,
+                                fmt::format("'{}' object has no attribute '{}'", value.type_name(), attribute));
     }
     if (name == "join") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind(args, {"d", "attribute"}, 0, name));
@@ -467,7 +473,8 @@ Result<Value> call_filter(const std::string& name, const Value& value, CallArgs&
             std::string raw = str_strip(value.as_string(), nullptr, true, true);
             std::string s;
             for (size_t i = 0; i < raw.size(); ++i) {  // Python accepts "_" between digits
-                bool digit_around = i > 0 && i + 1 < raw.size() && std::isdigit(static_cast<unsigned char>(raw[i - 1])) &&
+                bool digit_around = i > 0 && i + 1 < raw.size() &&
+                                    std::isdigit(static_cast<unsigned char>(raw[i - 1])) &&
                                     std::isdigit(static_cast<unsigned char>(raw[i + 1]));
                 if (raw[i] != '_' || !digit_around) s += raw[i];
             }

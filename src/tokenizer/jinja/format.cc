@@ -18,15 +18,14 @@ Result<std::string> format_one(const Value& v, char conv, const std::string& fla
     switch (conv) {
         case 's':
             body = v.str();
-            if (precision >= 0) body = from_code_points([&] {
-                auto cps = to_code_points(body);
-                if (static_cast<int>(cps.size()) > precision) cps.resize(static_cast<size_t>(precision));
-                return cps;
-            }());
+            if (precision >= 0)
+                body = from_code_points([&] {
+                    auto cps = to_code_points(body);
+                    if (static_cast<int>(cps.size()) > precision) cps.resize(static_cast<size_t>(precision));
+                    return cps;
+                }());
             break;
-        case 'r':
-            body = v.repr();
-            break;
+        case 'r': body = v.repr(); break;
         case 'd':
         case 'i':
         case 'x':
@@ -34,8 +33,10 @@ Result<std::string> format_one(const Value& v, char conv, const std::string& fla
         case 'o': {
             if (!v.is_number()) return error("%{} format: a real number is required, not {}", conv, v.type_name());
             int64_t i = v.is_float() ? static_cast<int64_t>(std::trunc(v.as_double())) : v.as_int();
-            body = conv == 'x' ? fmt::format("{:x}", i) : conv == 'X' ? fmt::format("{:X}", i)
-                 : conv == 'o' ? fmt::format("{:o}", i) : std::to_string(i);
+            body = conv == 'x'   ? fmt::format("{:x}", i)
+                   : conv == 'X' ? fmt::format("{:X}", i)
+                   : conv == 'o' ? fmt::format("{:o}", i)
+                                 : std::to_string(i);
             if (i >= 0 && flags.find('+') != std::string::npos) body = "+" + body;
             numeric = true;
             break;
@@ -62,8 +63,7 @@ Result<std::string> format_one(const Value& v, char conv, const std::string& fla
                 append_utf8(static_cast<char32_t>(v.as_int()), body);
             }
             break;
-        default:
-            return error("unsupported format character '{}'", std::string(1, conv));
+        default: return error("unsupported format character '{}'", std::string(1, conv));
     }
     int len = static_cast<int>(code_point_count(body));
     if (width > len) {
@@ -106,7 +106,8 @@ Result<std::string> apply_format_spec(const Value& v, const std::string& spec) {
         ++i;
     }
     int width = 0;
-    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') width = std::min(width * 10 + static_cast<int>(cps[i++] - '0'), 100000);
+    while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9')
+        width = std::min(width * 10 + static_cast<int>(cps[i++] - '0'), 100000);
     bool grouping = false;
     if (i < cps.size() && (cps[i] == ',' || cps[i] == '_')) {
         grouping = true;
@@ -116,14 +117,16 @@ Result<std::string> apply_format_spec(const Value& v, const std::string& spec) {
     if (i < cps.size() && cps[i] == '.') {
         precision = 0;
         ++i;
-        while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9') precision = std::min(precision * 10 + static_cast<int>(cps[i++] - '0'), 400);
+        while (i < cps.size() && cps[i] >= '0' && cps[i] <= '9')
+            precision = std::min(precision * 10 + static_cast<int>(cps[i++] - '0'), 400);
     }
     char type = i < cps.size() ? static_cast<char>(cps[i++]) : '\0';
     if (i != cps.size() || grouping) return error("unsupported format spec '{}'", spec);
     std::string body;
     bool numeric = v.is_number();
     if (v.is_string() || (!numeric && (type == '\0' || type == 's'))) {
-        if (type != '\0' && type != 's') return error("Unknown format code '{}' for object of type 'str'", std::string(1, type));
+        if (type != '\0' && type != 's')
+            return error("Unknown format code '{}' for object of type 'str'", std::string(1, type));
         if (sign != '-' || align == '=') return Status::error("Sign not allowed in string format specifier");
         body = v.str();
         if (precision >= 0) {
@@ -149,7 +152,13 @@ Result<std::string> apply_format_spec(const Value& v, const std::string& spec) {
             case 'X': body = fmt::format("{:X}", iv); break;
             case 'o': body = fmt::format("{:o}", iv); break;
             case 'b': body = fmt::format("{:b}", iv); break;
-            case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case '%': {
+            case 'f':
+            case 'F':
+            case 'e':
+            case 'E':
+            case 'g':
+            case 'G':
+            case '%': {
                 double d = v.as_double() * (type == '%' ? 100.0 : 1.0);
                 char conv = type == '%' ? 'f' : type;
                 std::string f = fmt::format("%.{}{}", precision < 0 ? 6 : precision, conv);
@@ -159,8 +168,7 @@ Result<std::string> apply_format_spec(const Value& v, const std::string& spec) {
                 if (type == '%') body += '%';
                 break;
             }
-            default:
-                return error("Unknown format code '{}'", std::string(1, type));
+            default: return error("Unknown format code '{}'", std::string(1, type));
         }
     }
     if (numeric && sign != '-' && !body.empty() && body[0] != '-') body = std::string(1, sign) + body;
@@ -224,7 +232,8 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
         std::string flags;
         while (i < fmt.size() && std::string("-+ #0").find(fmt[i]) != std::string::npos) flags += fmt[i++];
         int width = 0, precision = -1;
-        while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i]))) width = std::min(width * 10 + (fmt[i++] - '0'), 100000);
+        while (i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])))
+            width = std::min(width * 10 + (fmt[i++] - '0'), 100000);
         if (i < fmt.size() && fmt[i] == '.') {
             precision = 0;
             ++i;
@@ -297,7 +306,7 @@ Result<std::string> brace_format(const std::string& fmt, const CallArgs& args) {
                 if (k == field) value = &v;
             if (!value) return error("KeyError: '{}'", field);
         }
-        Value converted = conversion == 'r' ? Value::string(value->repr())
+        Value converted = conversion == 'r'   ? Value::string(value->repr())
                           : conversion == 's' ? Value::string(value->str())
                                               : *value;
         TACO_ASSIGN_OR_RETURN(std::string piece, apply_format_spec(converted, spec));

@@ -50,52 +50,31 @@ Result<std::string> unescape(const std::string& body, int line) {
         }
         char e = body[++i];
         auto hex = [&](int digits) -> Result<char32_t> {
-            if (i + digits >= body.size())
-                return error("line {}: truncated \\x/\\u escape in string literal", line);
+            if (i + digits >= body.size()) return error("line {}: truncated \\x/\\u escape in string literal", line);
             char32_t cp = 0;
             for (int k = 1; k <= digits; ++k) {
                 char h = body[i + k];
                 if (!std::isxdigit(static_cast<unsigned char>(h)))
                     return error("line {}: truncated \\x/\\u escape in string literal", line);
-                cp = cp * 16 + static_cast<char32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0'
-                                                                                                : (std::tolower(h) - 'a' + 10));
+                cp = cp * 16 + static_cast<char32_t>(std::isdigit(static_cast<unsigned char>(h))
+                                                         ? h - '0'
+                                                         : (std::tolower(h) - 'a' + 10));
             }
             i += digits;
             return cp;
         };
         switch (e) {
-            case '\n':
-                break;
-            case '\\':
-                out += '\\';
-                break;
-            case '\'':
-                out += '\'';
-                break;
-            case '"':
-                out += '"';
-                break;
-            case 'a':
-                out += '\a';
-                break;
-            case 'b':
-                out += '\b';
-                break;
-            case 'f':
-                out += '\f';
-                break;
-            case 'n':
-                out += '\n';
-                break;
-            case 'r':
-                out += '\r';
-                break;
-            case 't':
-                out += '\t';
-                break;
-            case 'v':
-                out += '\v';
-                break;
+            case '\n': break;
+            case '\\': out += '\\'; break;
+            case '\'': out += '\''; break;
+            case '"': out += '"'; break;
+            case 'a': out += '\a'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'n': out += '\n'; break;
+            case 'r': out += '\r'; break;
+            case 't': out += '\t'; break;
+            case 'v': out += '\v'; break;
             case 'x':
             case 'u':
             case 'U': {

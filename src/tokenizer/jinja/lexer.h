@@ -10,8 +10,19 @@
 
 namespace taco::jinja {
 
-enum class TokenType { kData, kVariableBegin, kVariableEnd, kBlockBegin, kBlockEnd, kName, kString, kInteger,
-                       kFloat, kOperator, kEof };
+enum class TokenType {
+    kData,
+    kVariableBegin,
+    kVariableEnd,
+    kBlockBegin,
+    kBlockEnd,
+    kName,
+    kString,
+    kInteger,
+    kFloat,
+    kOperator,
+    kEof
+};
 
 struct Token {
     TokenType type;

@@ -125,7 +125,8 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, s
         if (!numbers) return unsupported(op, a, b);
         if (ints) {
             int64_t x = a.as_int(), y = b.as_int();
-            if (y == 0) return Status::error(op == "//" ? "integer division or modulo by zero" : "integer modulo by zero");
+            if (y == 0)
+                return Status::error(op == "//" ? "integer division or modulo by zero" : "integer modulo by zero");
             if (x == INT64_MIN && y == -1) return Status::error("integer overflow");
             int64_t q = x / y, r = x % y;
             if (r != 0 && ((r < 0) != (y < 0))) {
@@ -152,8 +153,7 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, s
             }
             return Value::integer(result);
         }
-        if (a.as_double() == 0.0 && b.as_double() < 0)
-            return Status::error("0.0 cannot be raised to a negative power");
+        if (a.as_double() == 0.0 && b.as_double() < 0) return Status::error("0.0 cannot be raised to a negative power");
         return Value::floating(std::pow(a.as_double(), b.as_double()));
     }
     return error("unknown operator {}", op);
@@ -161,8 +161,7 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b, s
 
 Result<bool> contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-        case ValueKind::kUndefined:
-            return false;
+        case ValueKind::kUndefined: return false;
         case ValueKind::kString:
             if (!item.is_string())
                 return error("'in <string>' requires string as left operand, not {}", item.type_name());
@@ -176,18 +175,15 @@ Result<bool> contains(const Value& container, const Value& item) {
             if (item.kind() == ValueKind::kList || item.is_dict() || item.is_namespace())
                 return error("unhashable type: '{}'", item.type_name());
             return container.as_dict().find(item) != nullptr;
-        default:
-            return error("argument of type '{}' is not iterable", container.type_name());
+        default: return error("argument of type '{}' is not iterable", container.type_name());
     }
 }
 
 Result<std::vector<Value>> iterate(const Value& value) {
     switch (value.kind()) {
-        case ValueKind::kUndefined:
-            return std::vector<Value>{};
+        case ValueKind::kUndefined: return std::vector<Value>{};
         case ValueKind::kList:
-        case ValueKind::kTuple:
-            return value.items();
+        case ValueKind::kTuple: return value.items();
         case ValueKind::kDict: {
             std::vector<Value> keys;
             for (const auto& [k, v] : value.as_dict().entries) keys.push_back(k);
@@ -202,8 +198,7 @@ Result<std::vector<Value>> iterate(const Value& value) {
             }
             return chars;
         }
-        default:
-            return error("'{}' object is not iterable", value.type_name());
+        default: return error("'{}' object is not iterable", value.type_name());
     }
 }
 

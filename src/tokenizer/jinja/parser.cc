@@ -50,16 +50,11 @@ private:
     Status fail(const std::string& message) const { return error("line {}: {}", current().line, message); }
     std::string describe() const {
         switch (current().type) {
-            case TokenType::kEof:
-                return "end of template";
-            case TokenType::kBlockEnd:
-                return "end of statement block";
-            case TokenType::kVariableEnd:
-                return "end of print statement";
-            case TokenType::kString:
-                return "string";
-            default:
-                return "'" + current().value + "'";
+            case TokenType::kEof: return "end of template";
+            case TokenType::kBlockEnd: return "end of statement block";
+            case TokenType::kVariableEnd: return "end of print statement";
+            case TokenType::kString: return "string";
+            default: return "'" + current().value + "'";
         }
     }
     Status expect_op(const char* op) {
@@ -379,7 +374,8 @@ private:
                 TACO_ASSIGN_OR_RETURN(otherwise, parse_condexpr());
             }
             // Both branches are conditional code; only the condition's unknown names are load-time errors.
-            std::vector<std::string> kept(unknown_.begin() + static_cast<long>(n1), unknown_.begin() + static_cast<long>(n2));
+            std::vector<std::string> kept(unknown_.begin() + static_cast<long>(n1),
+                                          unknown_.begin() + static_cast<long>(n2));
             unknown_.resize(n0);
             unknown_.insert(unknown_.end(), kept.begin(), kept.end());
             n0 = unknown_.size();
@@ -644,8 +640,7 @@ private:
                     return dict;
                 }
                 break;
-            default:
-                break;
+            default: break;
         }
         return fail(fmt::format("unexpected {}", describe()));
     }

@@ -18,10 +18,10 @@ using CodePoints = std::vector<char32_t>;
 
 const std::set<std::string>& string_method_names() {
     static const std::set<std::string> kNames = {
-        "startswith", "endswith", "split",   "rsplit",     "strip",     "lstrip",       "rstrip",       "title",
-        "upper",      "lower",    "capitalize", "swapcase", "replace",  "find",         "rfind",        "index",
-        "rindex",     "count",    "join",    "format",     "isdigit",   "isalpha",      "isalnum",      "isspace",
-        "islower",    "isupper",  "isnumeric", "isdecimal", "zfill",    "ljust",        "rjust",        "center",
+        "startswith", "endswith",  "split",      "rsplit",       "strip",        "lstrip",   "rstrip",    "title",
+        "upper",      "lower",     "capitalize", "swapcase",     "replace",      "find",     "rfind",     "index",
+        "rindex",     "count",     "join",       "format",       "isdigit",      "isalpha",  "isalnum",   "isspace",
+        "islower",    "isupper",   "isnumeric",  "isdecimal",    "zfill",        "ljust",    "rjust",     "center",
         "splitlines", "partition", "rpartition", "removeprefix", "removesuffix", "casefold", "expandtabs"};
     return kNames;
 }
@@ -185,7 +185,8 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind({"sep", "maxsplit"}, 0));
         int64_t maxsplit = a.has(1) ? a.get(1).as_int() : -1;
         bool from_right = name == "rsplit";
-        if (!a.has(0) || a.get(0).is_none()) return string_list(split_whitespace(to_code_points(s), maxsplit, from_right));
+        if (!a.has(0) || a.get(0).is_none())
+            return string_list(split_whitespace(to_code_points(s), maxsplit, from_right));
         TACO_ASSIGN_OR_RETURN(std::string sep, string_arg(a, 0, name));
         if (sep.empty()) return Status::error("empty separator");
         return string_list(split_sep(s, sep, maxsplit, from_right));
@@ -244,7 +245,9 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
             if (start > end) return Value::integer(0);
             if (needle.empty()) return Value::integer(end - start + 1);
             int64_t n = 0;
-            for (int64_t i = start; (i = find_in(hay, needle, i, end, false)) >= 0; i += static_cast<int64_t>(needle.size())) ++n;
+            for (int64_t i = start; (i = find_in(hay, needle, i, end, false)) >= 0;
+                 i += static_cast<int64_t>(needle.size()))
+                ++n;
             return Value::integer(n);
         }
         int64_t pos = start > end ? -1 : find_in(hay, needle, start, end, name[0] == 'r');
@@ -317,12 +320,14 @@ Result<Value> call_string_method(const std::string& s, const std::string& name, 
             if (name == "partition") return Value::tuple({Value::string(s), Value::string(""), Value::string("")});
             return Value::tuple({Value::string(""), Value::string(""), Value::string(s)});
         }
-        return Value::tuple({Value::string(s.substr(0, p)), Value::string(sep), Value::string(s.substr(p + sep.size()))});
+        return Value::tuple(
+            {Value::string(s.substr(0, p)), Value::string(sep), Value::string(s.substr(p + sep.size()))});
     }
     if (name == "removeprefix" || name == "removesuffix") {
         TACO_ASSIGN_OR_RETURN(BoundArgs a, bind({"affix"}, 1));
         TACO_ASSIGN_OR_RETURN(std::string affix, string_arg(a, 0, name));
-        if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0) return Value::string(s.substr(affix.size()));
+        if (name == "removeprefix" && s.compare(0, affix.size(), affix) == 0)
+            return Value::string(s.substr(affix.size()));
         if (name == "removesuffix" && !affix.empty() && s.size() >= affix.size() &&
             s.compare(s.size() - affix.size(), affix.size(), affix) == 0)
             return Value::string(s.substr(0, s.size() - affix.size()));
@@ -367,7 +372,10 @@ Result<Value> call_dict_method(const Value& dict, const std::string& name, CallA
             out.push_back(name == "keys" ? k : v);
         }
     }
-    return Value::dict_view(name == "items" ? "dict_items" : name == "keys" ? "dict_keys" : "dict_values", std::move(out));
+    return Value::dict_view(name == "items"  ? "dict_items"
+                            : name == "keys" ? "dict_keys"
+                                             : "dict_values",
+                            std::move(out));
 }
 
 bool is_list_method(const std::string& name) { return name == "index" || name == "count" || name == "copy"; }
@@ -386,7 +394,8 @@ Result<Value> call_list_method(const Value& list, const std::string& name, CallA
 }
 
 bool is_unsafe_method(const Value& object, const std::string& name) {
-    static const std::set<std::string> kList = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+    static const std::set<std::string> kList = {"append", "extend", "insert", "pop",
+                                                "remove", "clear",  "sort",   "reverse"};
     static const std::set<std::string> kDict = {"clear", "pop", "popitem", "setdefault", "update"};
     if (object.kind() == ValueKind::kList) return kList.count(name) > 0;
     if (object.is_dict()) return kDict.count(name) > 0;

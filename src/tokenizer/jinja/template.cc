@@ -20,7 +20,8 @@ Result<Value> range_global(CallArgs& args, Evaluator&) {
     if (!args.keyword.empty()) return Status::error("range() takes no keyword arguments");
     std::vector<int64_t> n;
     for (const Value& v : args.positional) {
-        if (!(v.is_int() || v.is_bool())) return error("'{}' object cannot be interpreted as an integer", v.type_name());
+        if (!(v.is_int() || v.is_bool()))
+            return error("'{}' object cannot be interpreted as an integer", v.type_name());
         n.push_back(v.as_int());
     }
     if (n.empty() || n.size() > 3) return error("range expected 1 to 3 arguments, got {}", n.size());
@@ -30,7 +31,8 @@ Result<Value> range_global(CallArgs& args, Evaluator&) {
     if (step == 0) return Status::error("range() arg 3 must not be zero");
     __int128 count = 0;
     if (step > 0 && stop > start) count = (static_cast<__int128>(stop) - start + step - 1) / step;
-    if (step < 0 && stop < start) count = (static_cast<__int128>(start) - stop - step - 1) / (-static_cast<__int128>(step));
+    if (step < 0 && stop < start)
+        count = (static_cast<__int128>(start) - stop - step - 1) / (-static_cast<__int128>(step));
     if (count > kMaxRange)
         return error("Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).", kMaxRange);
     std::vector<Value> items;
@@ -63,35 +65,36 @@ std::shared_ptr<Frame> make_globals() {
     auto globals = std::make_shared<Frame>(nullptr);
     globals->set("range", Value::callable("range", range_global));
     globals->set("namespace", Value::callable("namespace", [](CallArgs& args, Evaluator&) -> Result<Value> {
-        TACO_ASSIGN_OR_RETURN(ValueDict d, mapping_from_args(args, "namespace"));
-        return Value::make_namespace(std::move(d));
-    }));
+                     TACO_ASSIGN_OR_RETURN(ValueDict d, mapping_from_args(args, "namespace"));
+                     return Value::make_namespace(std::move(d));
+                 }));
     globals->set("dict", Value::callable("dict", [](CallArgs& args, Evaluator&) -> Result<Value> {
-        TACO_ASSIGN_OR_RETURN(ValueDict d, mapping_from_args(args, "dict"));
-        return Value::dict(std::move(d));
-    }));
+                     TACO_ASSIGN_OR_RETURN(ValueDict d, mapping_from_args(args, "dict"));
+                     return Value::dict(std::move(d));
+                 }));
     globals->set("raise_exception", Value::callable("raise_exception", [](CallArgs& args, Evaluator&) -> Result<Value> {
-        std::string message = args.positional.empty() ? "" : args.positional[0].str();
-        return Status::error("raise_exception: " + message);
-    }));
+                     std::string message = args.positional.empty() ? "" : args.positional[0].str();
+                     return Status::error("raise_exception: " + message);
+                 }));
     globals->set("strftime_now", Value::callable("strftime_now", [](CallArgs& args, Evaluator& ev) -> Result<Value> {
-        if (args.positional.size() != 1 || !args.positional[0].is_string())
-            return Status::error("strftime_now() takes one format string");
-        std::time_t now = ev.now_epoch_seconds() ? static_cast<std::time_t>(*ev.now_epoch_seconds()) : std::time(nullptr);
-        std::tm tm{};
-        localtime_r(&now, &tm);
-        const std::string& format = args.positional[0].as_string();
-        if (format.empty()) return Value::string("");
-        std::vector<char> buf(format.size() * 8 + 256);
-        size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
-        return Value::string(std::string(buf.data(), n));
-    }));
+                     if (args.positional.size() != 1 || !args.positional[0].is_string())
+                         return Status::error("strftime_now() takes one format string");
+                     std::time_t now = ev.now_epoch_seconds() ? static_cast<std::time_t>(*ev.now_epoch_seconds())
+                                                              : std::time(nullptr);
+                     std::tm tm{};
+                     localtime_r(&now, &tm);
+                     const std::string& format = args.positional[0].as_string();
+                     if (format.empty()) return Value::string("");
+                     std::vector<char> buf(format.size() * 8 + 256);
+                     size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
+                     return Value::string(std::string(buf.data(), n));
+                 }));
     // Defined in jinja2 but random or stateful; present so `is defined` agrees, refused when called.
     for (const char* name : {"lipsum", "cycler", "joiner"}) {
         std::string n = name;
         globals->set(n, Value::callable(n, [n](CallArgs&, Evaluator&) -> Result<Value> {
-            return Status::error(n + "() is not supported in chat templates");
-        }));
+                         return Status::error(n + "() is not supported in chat templates");
+                     }));
     }
     return globals;
 }

@@ -14,10 +14,11 @@ namespace {
 
 const std::set<std::string>& test_names() {
     static const std::set<std::string> kNames = {
-        "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
-        "mapping", "iterable", "sequence", "callable", "sameas", "escaped", "in", "lower", "upper", "even", "odd",
-        "divisibleby", "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan",
-        ">", "ge", ">=", "filter", "test"};
+        "defined", "undefined",   "none",    "boolean",  "false",    "true",        "integer", "float",
+        "number",  "string",      "mapping", "iterable", "sequence", "callable",    "sameas",  "escaped",
+        "in",      "lower",       "upper",   "even",     "odd",      "divisibleby", "eq",      "equalto",
+        "==",      "ne",          "!=",      "lt",       "lessthan", "<",           "le",      "<=",
+        "gt",      "greaterthan", ">",       "ge",       ">=",       "filter",      "test"};
     return kNames;
 }
 
@@ -42,8 +43,7 @@ Result<bool> call_test(const std::string& name, const Value& value, CallArgs& ar
     if (name == "number") return value.is_number();
     if (name == "string") return value.is_string();
     if (name == "mapping") return value.is_dict();
-    if (name == "iterable")
-        return value.is_undefined() || value.is_string() || value.is_sequence() || value.is_dict();
+    if (name == "iterable") return value.is_undefined() || value.is_string() || value.is_sequence() || value.is_dict();
     if (name == "sequence") return value.is_undefined() || value.is_string() || value.is_sequence() || value.is_dict();
     if (name == "callable") return value.is_callable() || value.is_undefined();  // jinja2's Undefined is callable
     if (name == "escaped") return false;

@@ -118,10 +118,8 @@ bool is_python_printable(char32_t cp) {
         case UTF8PROC_CATEGORY_CN:
         case UTF8PROC_CATEGORY_ZL:
         case UTF8PROC_CATEGORY_ZP:
-        case UTF8PROC_CATEGORY_ZS:
-            return false;
-        default:
-            return true;
+        case UTF8PROC_CATEGORY_ZS: return false;
+        default: return true;
     }
 }
 
@@ -146,9 +144,7 @@ bool is_python_alnum(char32_t cp) {
 bool category_is_title(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_LT; }
 
 bool is_python_lower(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_LL; }
-bool is_python_upper(char32_t cp) {
-    return category(cp) == UTF8PROC_CATEGORY_LU;
-}
+bool is_python_upper(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_LU; }
 
 char32_t to_upper(char32_t cp) {
     if (cp < 0x80) return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;

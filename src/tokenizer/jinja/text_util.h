@@ -22,8 +22,8 @@ bool is_python_printable(char32_t cp);  // str.isprintable()
 bool is_python_alnum(char32_t cp);      // str.isalnum() (letters and digits)
 bool is_python_alpha(char32_t cp);
 bool is_python_digit(char32_t cp);
-bool is_python_lower(char32_t cp);  // cased lowercase letter
-bool is_python_upper(char32_t cp);  // uppercase letter (Lu)
+bool is_python_lower(char32_t cp);    // cased lowercase letter
+bool is_python_upper(char32_t cp);    // uppercase letter (Lu)
 bool category_is_title(char32_t cp);  // titlecase letter (Lt)
 char32_t to_upper(char32_t cp);
 char32_t to_lower(char32_t cp);

@@ -137,21 +137,16 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     using Type = nlohmann::ordered_json::value_t;
     switch (j.type()) {
         case Type::null:
-        case Type::discarded:
-            return none();
-        case Type::boolean:
-            return boolean(j.get<bool>());
-        case Type::number_integer:
-            return integer(j.get<int64_t>());
+        case Type::discarded: return none();
+        case Type::boolean: return boolean(j.get<bool>());
+        case Type::number_integer: return integer(j.get<int64_t>());
         case Type::number_unsigned: {
             uint64_t u = j.get<uint64_t>();
             if (u > static_cast<uint64_t>(INT64_MAX)) return floating(static_cast<double>(u));
             return integer(static_cast<int64_t>(u));
         }
-        case Type::number_float:
-            return floating(j.get<double>());
-        case Type::string:
-            return string(j.get<std::string>());
+        case Type::number_float: return floating(j.get<double>());
+        case Type::string: return string(j.get<std::string>());
         case Type::array: {
             std::vector<Value> items;
             items.reserve(j.size());
@@ -164,8 +159,7 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
             for (const auto& [k, e] : j.items()) d.entries.emplace_back(string(k), from_json(e));
             return dict(std::move(d));
         }
-        case Type::binary:
-            return none();
+        case Type::binary: return none();
     }
     return none();
 }
@@ -187,52 +181,33 @@ std::string Value::undefined_message() const {
 bool Value::truthy() const {
     switch (kind_) {
         case ValueKind::kUndefined:
-        case ValueKind::kNone:
-            return false;
-        case ValueKind::kBool:
-            return b_;
-        case ValueKind::kInt:
-            return i_ != 0;
-        case ValueKind::kFloat:
-            return f_ != 0.0;
-        case ValueKind::kString:
-            return !s_->empty();
+        case ValueKind::kNone: return false;
+        case ValueKind::kBool: return b_;
+        case ValueKind::kInt: return i_ != 0;
+        case ValueKind::kFloat: return f_ != 0.0;
+        case ValueKind::kString: return !s_->empty();
         case ValueKind::kList:
-        case ValueKind::kTuple:
-            return !list_->empty();
-        case ValueKind::kDict:
-            return !dict_->entries.empty();
+        case ValueKind::kTuple: return !list_->empty();
+        case ValueKind::kDict: return !dict_->entries.empty();
         case ValueKind::kNamespace:
-        case ValueKind::kCallable:
-            return true;
+        case ValueKind::kCallable: return true;
     }
     return false;
 }
 
 std::string Value::type_name() const {
     switch (kind_) {
-        case ValueKind::kUndefined:
-            return "Undefined";
-        case ValueKind::kNone:
-            return "NoneType";
-        case ValueKind::kBool:
-            return "bool";
-        case ValueKind::kInt:
-            return "int";
-        case ValueKind::kFloat:
-            return "float";
-        case ValueKind::kString:
-            return "str";
-        case ValueKind::kList:
-            return "list";
-        case ValueKind::kTuple:
-            return "tuple";
-        case ValueKind::kDict:
-            return "dict";
-        case ValueKind::kNamespace:
-            return "Namespace";
-        case ValueKind::kCallable:
-            return "function";
+        case ValueKind::kUndefined: return "Undefined";
+        case ValueKind::kNone: return "NoneType";
+        case ValueKind::kBool: return "bool";
+        case ValueKind::kInt: return "int";
+        case ValueKind::kFloat: return "float";
+        case ValueKind::kString: return "str";
+        case ValueKind::kList: return "list";
+        case ValueKind::kTuple: return "tuple";
+        case ValueKind::kDict: return "dict";
+        case ValueKind::kNamespace: return "Namespace";
+        case ValueKind::kCallable: return "function";
     }
     return "object";
 }
@@ -316,12 +291,9 @@ std::string python_string_repr(const std::string& s) {
 
 std::string Value::str() const {
     switch (kind_) {
-        case ValueKind::kUndefined:
-            return "";
-        case ValueKind::kString:
-            return *s_;
-        default:
-            return repr();
+        case ValueKind::kUndefined: return "";
+        case ValueKind::kString: return *s_;
+        default: return repr();
     }
 }
 
@@ -334,21 +306,11 @@ std::string Value::repr() const {
 void Value::append_repr(std::string& out) const {
     if (out.size() > kMaxPrintBytes) throw std::length_error("value too large to print");
     switch (kind_) {
-        case ValueKind::kUndefined:
-            out += "Undefined";
-            return;
-        case ValueKind::kNone:
-            out += "None";
-            return;
-        case ValueKind::kBool:
-            out += b_ ? "True" : "False";
-            return;
-        case ValueKind::kInt:
-            out += std::to_string(i_);
-            return;
-        case ValueKind::kFloat:
-            out += python_float_repr(f_);
-            return;
+        case ValueKind::kUndefined: out += "Undefined"; return;
+        case ValueKind::kNone: out += "None"; return;
+        case ValueKind::kBool: out += b_ ? "True" : "False"; return;
+        case ValueKind::kInt: out += std::to_string(i_); return;
+        case ValueKind::kFloat: out += python_float_repr(f_); return;
         case ValueKind::kString:
             if (s_->size() > kMaxPrintBytes) throw std::length_error("value too large to print");
             out += python_string_repr(*s_);
@@ -381,9 +343,7 @@ void Value::append_repr(std::string& out) const {
             out += kind_ == ValueKind::kNamespace ? "}>" : "}";
             return;
         }
-        case ValueKind::kCallable:
-            out += fmt::format("<function {}>", callable_->first);
-            return;
+        case ValueKind::kCallable: out += fmt::format("<function {}>", callable_->first); return;
     }
 }
 
@@ -407,27 +367,13 @@ void append_json_string(const std::string& s, bool ensure_ascii, std::string& ou
             continue;
         }
         switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
             default:
                 if (c < 0x20) {
                     out += fmt::format("\\u{:04x}", c);
@@ -469,27 +415,14 @@ Status Value::dump_json(const JsonOptions& options, int depth, std::string& out)
         }
     };
     switch (kind_) {
-        case ValueKind::kUndefined:
-            return Status::error("Object of type Undefined is not JSON serializable");
-        case ValueKind::kNamespace:
-            return Status::error("Object of type Namespace is not JSON serializable");
-        case ValueKind::kCallable:
-            return Status::error("Object of type function is not JSON serializable");
-        case ValueKind::kNone:
-            out += "null";
-            return Status::ok();
-        case ValueKind::kBool:
-            out += b_ ? "true" : "false";
-            return Status::ok();
-        case ValueKind::kInt:
-            out += std::to_string(i_);
-            return Status::ok();
-        case ValueKind::kFloat:
-            out += json_float(f_);
-            return Status::ok();
-        case ValueKind::kString:
-            append_json_string(*s_, options.ensure_ascii, out);
-            return Status::ok();
+        case ValueKind::kUndefined: return Status::error("Object of type Undefined is not JSON serializable");
+        case ValueKind::kNamespace: return Status::error("Object of type Namespace is not JSON serializable");
+        case ValueKind::kCallable: return Status::error("Object of type function is not JSON serializable");
+        case ValueKind::kNone: out += "null"; return Status::ok();
+        case ValueKind::kBool: out += b_ ? "true" : "false"; return Status::ok();
+        case ValueKind::kInt: out += std::to_string(i_); return Status::ok();
+        case ValueKind::kFloat: out += json_float(f_); return Status::ok();
+        case ValueKind::kString: append_json_string(*s_, options.ensure_ascii, out); return Status::ok();
         case ValueKind::kList:
         case ValueKind::kTuple: {
             if (list_->empty()) {
@@ -539,23 +472,12 @@ Status Value::dump_json(const JsonOptions& options, int depth, std::string& out)
                 first = false;
                 const Value& key = entry->first;
                 switch (key.kind_) {
-                    case ValueKind::kString:
-                        append_json_string(*key.s_, options.ensure_ascii, out);
-                        break;
-                    case ValueKind::kInt:
-                        out += '"' + std::to_string(key.i_) + '"';
-                        break;
-                    case ValueKind::kFloat:
-                        out += '"' + json_float(key.f_) + '"';
-                        break;
-                    case ValueKind::kBool:
-                        out += key.b_ ? "\"true\"" : "\"false\"";
-                        break;
-                    case ValueKind::kNone:
-                        out += "\"null\"";
-                        break;
-                    default:
-                        return error("keys must be str, int, float, bool or None, not {}", key.type_name());
+                    case ValueKind::kString: append_json_string(*key.s_, options.ensure_ascii, out); break;
+                    case ValueKind::kInt: out += '"' + std::to_string(key.i_) + '"'; break;
+                    case ValueKind::kFloat: out += '"' + json_float(key.f_) + '"'; break;
+                    case ValueKind::kBool: out += key.b_ ? "\"true\"" : "\"false\""; break;
+                    case ValueKind::kNone: out += "\"null\""; break;
+                    default: return error("keys must be str, int, float, bool or None, not {}", key.type_name());
                 }
                 out += options.key_separator;
                 TACO_RETURN_IF_ERROR(entry->second.dump_json(options, depth + 1, out));
@@ -598,10 +520,8 @@ bool values_equal(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
         case ValueKind::kUndefined:
-        case ValueKind::kNone:
-            return true;
-        case ValueKind::kString:
-            return a.as_string() == b.as_string();
+        case ValueKind::kNone: return true;
+        case ValueKind::kString: return a.as_string() == b.as_string();
         case ValueKind::kList:
         case ValueKind::kTuple: {
             if (a.items().size() != b.items().size()) return false;
@@ -617,14 +537,11 @@ bool values_equal(const Value& a, const Value& b) {
             }
             return true;
         }
-        case ValueKind::kNamespace:
-            return &a.namespace_dict() == &b.namespace_dict();
-        case ValueKind::kCallable:
-            return a.callable_name() == b.callable_name();
+        case ValueKind::kNamespace: return &a.namespace_dict() == &b.namespace_dict();
+        case ValueKind::kCallable: return a.callable_name() == b.callable_name();
         case ValueKind::kBool:
         case ValueKind::kInt:
-        case ValueKind::kFloat:
-            return false;  // handled above
+        case ValueKind::kFloat: return false;  // handled above
     }
     return false;
 }
