@@ -1,0 +1,140 @@
+// Drives `taco_llm serve models/demo` with the official OpenAI npm client (openai@6) and checks every response
+// against JSON Schemas written from OpenAI's API reference (ajv).
+// Usage: node tests/server/openai_client_test.mjs PATH/TO/taco_llm   (exit 77: client not installed -> skipped)
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const require = createRequire(path.join(root, '.cache/node/package.json'));
+let OpenAI, Ajv;
+try {
+  OpenAI = require('openai').default ?? require('openai');
+  Ajv = require('ajv').default ?? require('ajv');
+} catch (e) {
+  console.log('openai / ajv not installed in .cache/node (run scripts/setup_test_data.sh): skipped');
+  process.exit(77);
+}
+
+const num = { type: 'number' };
+const int = { type: 'integer', minimum: 0 };
+const usage = {
+  type: 'object', required: ['prompt_tokens', 'completion_tokens', 'total_tokens'],
+  properties: { prompt_tokens: int, completion_tokens: int, total_tokens: int },
+};
+const finish = { enum: ['stop', 'length', null] };
+const base = (object) => ({
+  id: { type: 'string' }, object: { const: object }, created: int, model: { type: 'string' },
+});
+const completionSchema = {
+  type: 'object', required: ['id', 'object', 'created', 'model', 'choices'],
+  properties: {
+    ...base('text_completion'), usage,
+    choices: { type: 'array', items: {
+      type: 'object', required: ['index', 'text', 'logprobs', 'finish_reason'],
+      properties: { index: int, text: { type: 'string' }, finish_reason: finish,
+        logprobs: { anyOf: [{ type: 'null' }, { type: 'object',
+          required: ['tokens', 'token_logprobs', 'top_logprobs', 'text_offset'],
+          properties: { tokens: { type: 'array', items: { type: 'string' } },
+            token_logprobs: { type: 'array', items: num }, text_offset: { type: 'array', items: int },
+            top_logprobs: { type: 'array', items: { type: 'object', additionalProperties: num } } } }] } } } },
+  },
+};
+const chatSchema = {
+  type: 'object', required: ['id', 'object', 'created', 'model', 'choices', 'usage'],
+  properties: {
+    ...base('chat.completion'), usage,
+    choices: { type: 'array', minItems: 1, items: {
+      type: 'object', required: ['index', 'message', 'finish_reason', 'logprobs'],
+      properties: { index: int, finish_reason: finish,
+        message: { type: 'object', required: ['role', 'content'],
+          properties: { role: { const: 'assistant' }, content: { type: ['string', 'null'] } } },
+        logprobs: { anyOf: [{ type: 'null' }, { type: 'object', required: ['content'], properties: {
+          content: { type: 'array', items: { type: 'object', required: ['token', 'logprob', 'bytes', 'top_logprobs'],
+            properties: { token: { type: 'string' }, logprob: num, bytes: { type: 'array', items: int },
+              top_logprobs: { type: 'array' } } } } } }] } } } },
+  },
+};
+const chunkSchema = {
+  type: 'object', required: ['id', 'object', 'created', 'model', 'choices'],
+  properties: {
+    ...base('chat.completion.chunk'), usage: { anyOf: [{ type: 'null' }, usage] },
+    choices: { type: 'array', items: { type: 'object', required: ['index', 'delta', 'finish_reason'],
+      properties: { index: int, finish_reason: finish,
+        delta: { type: 'object', properties: { role: { const: 'assistant' }, content: { type: 'string' } } } } } },
+  },
+};
+const ajv = new Ajv({ allErrors: true });
+const validators = { completion: ajv.compile(completionSchema), chat: ajv.compile(chatSchema),
+  chunk: ajv.compile(chunkSchema) };
+function check(kind, value) {
+  if (!validators[kind](value)) throw new Error(`${kind} schema: ${ajv.errorsText(validators[kind].errors)}\n` +
+                                                 JSON.stringify(value));
+}
+
+const binary = process.argv[2];
+const key = 'test-key';
+const server = spawn(binary, ['serve', 'models/demo', '--host', '127.0.0.1', '--port', '0', '--served-model-name',
+  'demo', '--disable-log-requests'], { cwd: root, env: { ...process.env, TACO_LLM_API_KEY: key },
+  stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise((resolve, reject) => {
+  let out = '';
+  server.stdout.on('data', (d) => {
+    out += d;
+    const m = out.match(/serving .* on http:\/\/[^:]+:(\d+)/);
+    if (m) resolve(Number(m[1]));
+  });
+  server.on('exit', (code) => reject(new Error(`server exited early with ${code}`)));
+});
+
+try {
+  const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, 'demo');
+
+  const completion = await client.completions.create({ model: 'demo', prompt: 'Once upon a time', max_tokens: 5,
+    temperature: 0.8, logprobs: 2, n: 2, seed: 3 });
+  check('completion', completion);
+  assert.equal(completion.choices.length, 2);
+  const generated = completion.choices.map((c) => c.logprobs.tokens.length);
+  assert.equal(generated[0] + generated[1], completion.usage.completion_tokens);
+
+  const ids = await client.completions.create({ model: 'demo', prompt: [[5, 6, 7], [8, 9]], max_tokens: 2 });
+  check('completion', ids);
+  assert.equal(ids.choices.length, 2);
+  assert.equal(ids.usage.prompt_tokens, 5);
+
+  const messages = [{ role: 'user', content: 'Tell me a story.' }];
+  const chat = await client.chat.completions.create({ model: 'demo', messages, max_tokens: 6, temperature: 0,
+    logprobs: true, top_logprobs: 2 });
+  check('chat', chat);
+
+  const stream = await client.chat.completions.create({ model: 'demo', messages, max_tokens: 6, temperature: 0,
+    stream: true, stream_options: { include_usage: true } });
+  let text = '';
+  let last;
+  for await (const chunk of stream) {
+    check('chunk', chunk);
+    text += chunk.choices[0]?.delta?.content ?? '';
+    last = chunk;
+  }
+  assert.equal(text, chat.choices[0].message.content);
+  assert.deepEqual(last.usage.completion_tokens, chat.usage.completion_tokens);
+
+  const cstream = await client.completions.create({ model: 'demo', prompt: 'Hello', max_tokens: 4, stream: true,
+    stop: ['\n'] });
+  let pieces = 0;
+  for await (const chunk of cstream) pieces += chunk.choices.length;
+  assert.ok(pieces >= 1);
+
+  await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }),
+    (e) => e instanceof OpenAI.NotFoundError && /nope/.test(e.message));
+  await assert.rejects(client.completions.create({ model: 'demo', prompt: 'x', max_tokens: -1 }),
+    (e) => e instanceof OpenAI.BadRequestError && /max_tokens/.test(e.message));
+  const wrong = new OpenAI({ apiKey: 'wrong', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+  await assert.rejects(wrong.models.list(), (e) => e instanceof OpenAI.AuthenticationError);
+  console.log('openai client test: all passed');
+} finally {
+  server.kill('SIGTERM');
+}
