@@ -88,6 +88,17 @@ TEST(ServerChat, StopStringEndsTheTextBeforeIt) {
     EXPECT_EQ(choice["stop_reason"], stop);
 }
 
+TEST(ServerChat, EchoPrependsThePromptToTheCompletion) {
+    TestServer s(kDemo);
+    json request = {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}};
+    HttpResult plain = post(s.port, "/v1/completions", request);
+    request["echo"] = true;
+    HttpResult echoed = post(s.port, "/v1/completions", request);
+    ASSERT_EQ(echoed.status, 200) << echoed.body;
+    EXPECT_EQ(echoed.json()["choices"][0]["text"],
+              "Once upon a time" + plain.json()["choices"][0]["text"].get<std::string>());
+}
+
 TEST(ServerChat, DetokenizeInvertsTokenize) {
     TestServer s(kDemo);
     HttpResult tokens = post(s.port, "/tokenize", {{"prompt", "Hello there, friend."}});

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_server.h"
+#include "server/hf_cache.h"
 #include "tools/cli/command.h"
 #include "tools/cli/engine_flags.h"
 
@@ -69,9 +70,10 @@ void run_serve(ServeArgs& args) {
     std::string& model = args.engine.model_dir;
     if (model.empty()) model = args.model_flag;
     if (model.empty()) fail("no model given (the built-in demo model is models/demo; pass it)");
-    if (!std::filesystem::is_directory(model))
-        fail(fmt::format("{}: not a model folder (hub ids are not looked up yet; pass a folder with config.json)",
-                         model));
+    const std::string model_arg = model;
+    auto resolved = server::resolve_model_dir(model, server::hf_hub_cache_dir());
+    if (!resolved) fail(resolved.status().message());
+    model = *resolved;
     if (args.tensor_parallel_size != 1)
         log_warn("--tensor-parallel-size {} has no meaning on the CPU backend; running on one device",
                  args.tensor_parallel_size);
@@ -85,7 +87,7 @@ void run_serve(ServeArgs& args) {
     server::ApiServerOptions& options = args.server;
     options.model_dir = model;
     options.served_model_names =
-        args.served_model_names.empty() ? std::vector<std::string>{model} : args.served_model_names;
+        args.served_model_names.empty() ? std::vector<std::string>{model_arg} : args.served_model_names;
     options.log_requests = !args.disable_log_requests;
     options.http.num_threads = args.num_io_threads;
     if (options.api_key.empty()) {
@@ -110,7 +112,8 @@ void run_serve(ServeArgs& args) {
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
     (*server)->start();
-    std::printf("taco-llm serving %s on http://%s:%d\n", model.c_str(), options.http.host.c_str(), (*server)->port());
+    std::printf("taco-llm serving %s on http://%s:%d\n", model_arg.c_str(), options.http.host.c_str(),
+                (*server)->port());
     std::fflush(stdout);
     while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     log_info("serve: signal {}: stopping (in-flight requests are aborted)", g_signal.load());

@@ -1,0 +1,28 @@
+// `taco_llm serve` argument errors (the server itself is tested in tests/server).
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+
+namespace taco::testing_util {
+namespace {
+
+TEST(ServeCli, NoModelIsAClearError) {
+    CommandResult r = run_taco("serve");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("no model given"), std::string::npos) << r.err;
+}
+
+TEST(ServeCli, UnknownFlagIsAnErrorNamingIt) {
+    CommandResult r = run_taco("serve models/demo --no-such-flag");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE((r.out + r.err).find("--no-such-flag"), std::string::npos) << r.out << r.err;
+}
+
+TEST(ServeCli, MissingModelFolderIsAnError) {
+    CommandResult r = run_taco("serve /nonexistent/model/folder");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("/nonexistent/model/folder"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace taco::testing_util
