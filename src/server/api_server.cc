@@ -1,6 +1,8 @@
 #include "server/api_server.h"
 
+#include <chrono>
 #include <ctime>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,6 +71,15 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     TACO_ASSIGN_OR_RETURN(server->http_,
                           HttpServer::create(opts.http, [self](const HttpRequest& r) { return self->handle(r); }));
     return server;
+}
+
+void ApiServer::shutdown(double timeout_s) {
+    http_->stop_accepting();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (in_flight_.load() > 0) log_warn("server: aborting {} requests still in flight", in_flight_.load());
+    http_->stop();
 }
 
 bool ApiServer::authorized(const HttpRequest& request) const {

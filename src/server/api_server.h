@@ -35,6 +35,8 @@ public:
     ~ApiServer();
 
     void start() { http_->start(); }
+    // Stops accepting connections, waits up to `timeout_s` for the requests in flight to finish, then stops.
+    void shutdown(double timeout_s);
     // Stops accepting, closes connections and aborts the requests still in flight.
     void stop() { http_->stop(); }
     int port() const { return http_->port(); }

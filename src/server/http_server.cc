@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <mutex>
 #include <optional>
 
 #include <fmt/format.h>
@@ -30,10 +31,14 @@ std::string status_error_body(int status, const std::string& message) {
     return fmt::format(R"({{"error":{{"message":"{}","type":"{}","param":null,"code":{}}}}})", message, type, status);
 }
 
+class Session;
+
 struct Shared {
     Handler handler;
     HttpServerOptions options;
     std::atomic<int64_t> open{0};
+    std::mutex mutex;  // guards sessions
+    std::vector<std::weak_ptr<Session>> sessions;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -48,7 +53,21 @@ public:
     }
 
     void start() {
+        {
+            std::lock_guard<std::mutex> lock(shared_->mutex);
+            auto& all = shared_->sessions;
+            if (all.size() > 1024)  // drop the entries of closed connections now and then
+                all.erase(std::remove_if(all.begin(), all.end(), [](const auto& w) { return w.expired(); }), all.end());
+            all.push_back(weak_from_this());
+        }
         net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+    }
+
+    // Only once the I/O threads are stopped: aborts the pending reply and closes the socket.
+    void force_close() {
+        if (pending_) pending_->cancel();
+        pending_.reset();
+        close();
     }
 
 private:
@@ -142,6 +161,7 @@ private:
     }
 
     void poll_whole() {
+        if (!pending_) return;  // force_close() ran
         std::string ignored;
         if (pending_->poll(ignored)) {
             Reply reply = pending_->take_reply();
@@ -152,9 +172,11 @@ private:
     }
 
     void poll_stream() {
+        if (!pending_) return;  // force_close() ran
         std::string data;
         stream_done_ = pending_->poll(data);
         if (data.empty() && !stream_done_) return wait_then([](Session& s) { s.poll_stream(); });
+        poll_wait_us_ = 0;
         out_.clear();
         if (!data.empty()) out_ = fmt::format("{:x}\r\n{}\r\n", data.size(), data);
         if (stream_done_) out_ += "0\r\n\r\n";
@@ -174,7 +196,9 @@ private:
 
     template <typename F>
     void wait_then(F next) {
-        timer_.expires_after(std::chrono::milliseconds(shared_->options.poll_interval_ms));
+        const HttpServerOptions& o = shared_->options;
+        poll_wait_us_ = poll_wait_us_ == 0 ? o.min_poll_us : std::min(poll_wait_us_ * 2, o.max_poll_us);
+        timer_.expires_after(std::chrono::microseconds(poll_wait_us_));
         timer_.async_wait([self = shared_from_this(), next](error_code ec) {
             if (ec) return;
             next(*self);
@@ -198,6 +222,7 @@ private:
     bool keep_alive_ = true;
     bool stream_done_ = false;
     bool draining_ = false;
+    int poll_wait_us_ = 0;  // the current idle wait between polls; 0 after a poll that found data
 };
 
 }  // namespace
@@ -260,6 +285,13 @@ void HttpServer::start() {
     for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
 }
 
+void HttpServer::stop_accepting() {
+    net::post(impl_->ioc, [this] {
+        error_code ignored;
+        impl_->acceptor.close(ignored);
+    });
+}
+
 void HttpServer::stop() {
     if (impl_->stopped) return;
     impl_->stopped = true;
@@ -270,6 +302,13 @@ void HttpServer::stop() {
     impl_->ioc.stop();
     for (std::thread& t : impl_->threads) t.join();
     impl_->threads.clear();
+    std::vector<std::weak_ptr<Session>> sessions;
+    {
+        std::lock_guard<std::mutex> lock(impl_->shared->mutex);
+        sessions.swap(impl_->shared->sessions);
+    }
+    for (const auto& weak : sessions)
+        if (auto session = weak.lock()) session->force_close();
     // Destroying the queued handlers destroys the sessions, which cancel their pending replies.
     impl_->ioc.restart();
     impl_->ioc.poll();

@@ -59,7 +59,10 @@ struct HttpServerOptions {
     int port = 8000;                        // 0: an ephemeral port (see HttpServer::port())
     int num_threads = 2;                    // I/O threads
     uint64_t max_body_bytes = 32ull << 20;  // larger bodies get 413
-    int poll_interval_ms = 2;               // how often pending replies are polled while idle
+    // Pending replies are polled after min_poll_us while idle; each empty poll doubles the wait up to
+    // max_poll_us, so thousands of quiet streams cost little CPU and a busy one is seen within min_poll_us.
+    int min_poll_us = 500;
+    int max_poll_us = 8000;
 };
 
 class HttpServer {
@@ -69,6 +72,8 @@ public:
     ~HttpServer();
 
     void start();
+    // Stops accepting new connections; open ones are served on.
+    void stop_accepting();
     // Stops accepting and closes every connection (pending replies are cancelled); joins the I/O threads.
     void stop();
     int port() const { return port_; }

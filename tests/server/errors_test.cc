@@ -1,5 +1,6 @@
 // Auth, malformed requests, limits and client disconnects: each gets a clear 4xx/5xx and the server keeps
 // serving the other clients.
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -119,6 +120,35 @@ TEST(ServerErrors, ClientDisconnectMidStreamAbortsAndFreesKv) {
     EXPECT_EQ(s.server->num_in_flight(), 0);
     HttpResult metrics = http_call(s.port, "GET", "/metrics", "");
     EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\"} 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace taco::server::testing
+
+namespace taco::server::testing {
+namespace {
+
+TEST(ServerErrors, ShutdownAbortsRequestsStillInFlightAfterTheTimeout) {
+    TestServer s("models/demo");
+    std::atomic<bool> failed{false};
+    std::thread client([&] {
+        try {
+            post(s.port, "/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}});
+        } catch (const std::exception&) {
+            failed = true;  // the connection closed before the end of the stream
+        }
+    });
+    for (int i = 0; i < 400 && s.server->num_in_flight() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(s.server->num_in_flight(), 1);
+    s.server->shutdown(0.05);
+    client.join();
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(s.server->num_in_flight(), 0);
+    for (int i = 0; i < 400 && s.engine->stats().kv_cache_usage > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(s.engine->stats().kv_cache_usage, 0.0);
 }
 
 }  // namespace

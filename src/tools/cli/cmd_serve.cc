@@ -32,6 +32,7 @@ struct ServeArgs {
     int64_t tensor_parallel_size = 1;
     bool disable_log_requests = false;
     int num_io_threads = 2;
+    double shutdown_timeout_s = 5;
 };
 
 // vLLM flags that change nothing here yet: {name, takes a value}.
@@ -116,8 +117,9 @@ void run_serve(ServeArgs& args) {
                 (*server)->port());
     std::fflush(stdout);
     while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    log_info("serve: signal {}: stopping (in-flight requests are aborted)", g_signal.load());
-    (*server)->stop();
+    log_info("serve: signal {}: no new connections; waiting up to {} s for requests in flight", g_signal.load(),
+             args.shutdown_timeout_s);
+    (*server)->shutdown(args.shutdown_timeout_s);
     server->reset();
     engine->reset();
 }
@@ -145,6 +147,9 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                     "Requests in flight beyond this get 503 with Retry-After")
         ->capture_default_str();
     sub->add_flag("--disable-log-requests", args->disable_log_requests, "Do not log each request");
+    sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
+                    "Seconds to let requests in flight finish after SIGINT/SIGTERM before aborting them")
+        ->capture_default_str();
     sub->add_option("--io-threads", args->num_io_threads, "HTTP I/O threads")->capture_default_str();
     add_engine_flags(sub, args->engine);
     auto ignored = std::make_shared<std::vector<std::string>>();
