@@ -48,7 +48,8 @@ void BM_SharedSystemPrompt(benchmark::State& state) {
     const bool prefix_caching = state.range(0) != 0;
     auto engine = engine_for("models/demo", prefix_caching);
     std::string system(2000, ' ');
-    for (size_t i = 0; i < system.size(); ++i) system[i] = "In the beginning God created the heaven and the earth. "[i % 56];
+    for (size_t i = 0; i < system.size(); ++i)
+        system[i] = "In the beginning God created the heaven and the earth. "[i % 56];
     double ttft_total = 0;
     int64_t requests = 0;
     for (auto _ : state) {
@@ -65,10 +66,10 @@ void BM_SharedSystemPrompt(benchmark::State& state) {
     }
     EngineStats s = engine->stats();
     state.counters["ttft_ms"] = 1000.0 * ttft_total / double(requests);
-    state.counters["hit_rate"] = s.prefix_queries_tokens
-                                     ? double(s.prefix_hits_device_tokens + s.prefix_hits_host_tokens) /
-                                           double(s.prefix_queries_tokens)
-                                     : 0.0;
+    state.counters["hit_rate"] =
+        s.prefix_queries_tokens
+            ? double(s.prefix_hits_device_tokens + s.prefix_hits_host_tokens) / double(s.prefix_queries_tokens)
+            : 0.0;
 }
 BENCHMARK(BM_SharedSystemPrompt)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(20);
 

@@ -18,7 +18,8 @@ void BM_SchedulerStep(benchmark::State& state) {
     for (int64_t i = 0; i < num_requests; ++i) {
         auto r = std::make_unique<Request>();
         r->id = RequestId(i + 1);
-        for (int t = 0; t < 200; ++t) r->token_ids.push_back(int32_t((t < 100 ? 7 : i) * 31 + t));  // shared system prompt
+        for (int t = 0; t < 200; ++t)
+            r->token_ids.push_back(int32_t((t < 100 ? 7 : i) * 31 + t));  // shared system prompt
         r->num_prompt_tokens = 200;
         r->max_total_tokens = 1000;
         (void)scheduler.add_request(std::move(r));

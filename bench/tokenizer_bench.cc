@@ -1,7 +1,7 @@
 // Tokenizer throughput on one thread: encode English prose with the Llama-3 tokenizer (MB/s counter), decode it
 // back, and load the 128k vocabulary. Prose: the license texts every Debian system ships in
-// /usr/share/common-licenses, or $TACO_PROSE_DIR (the same text bench/tokenizer_bench_hf.{mjs,py} measure). Tokenizers come from
-// scripts/setup_test_data.sh. Run: bench/run_tokenizer_bench.sh
+// /usr/share/common-licenses, or $TACO_PROSE_DIR (the same text bench/tokenizer_bench_hf.{mjs,py} measure). Tokenizers
+// come from scripts/setup_test_data.sh. Run: bench/run_tokenizer_bench.sh
 #include <benchmark/benchmark.h>
 
 #include <cstdio>

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/setup_test_data.sh
+scripts/check_format.sh
 scripts/build.sh cpu
 jobs=$(nproc)
 (cd build/cpu && ctest --output-on-failure -j "$jobs")

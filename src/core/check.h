@@ -18,23 +18,23 @@ namespace taco::detail {
 
 }  // namespace taco::detail
 
-#define TACO_CHECK(cond)                                                              \
-    do {                                                                              \
-        if (!(cond)) ::taco::detail::check_failed(__FILE__, __LINE__, #cond);         \
+#define TACO_CHECK(cond)                                                      \
+    do {                                                                      \
+        if (!(cond)) ::taco::detail::check_failed(__FILE__, __LINE__, #cond); \
     } while (0)
 
-#define TACO_CHECK_MSG(cond, ...)                                                                          \
-    do {                                                                                                   \
-        if (!(cond))                                                                                       \
+#define TACO_CHECK_MSG(cond, ...)                                                                                   \
+    do {                                                                                                            \
+        if (!(cond))                                                                                                \
             ::taco::detail::check_failed(__FILE__, __LINE__, std::string(#cond) + ": " + fmt::format(__VA_ARGS__)); \
     } while (0)
 
-#define TACO_CHECK_OP(a, b, op)                                                                               \
-    do {                                                                                                      \
-        const auto& taco_a_ = (a);                                                                            \
-        const auto& taco_b_ = (b);                                                                            \
-        if (!(taco_a_ op taco_b_))                                                                            \
-            ::taco::detail::check_failed(__FILE__, __LINE__,                                                  \
+#define TACO_CHECK_OP(a, b, op)                                                                              \
+    do {                                                                                                     \
+        const auto& taco_a_ = (a);                                                                           \
+        const auto& taco_b_ = (b);                                                                           \
+        if (!(taco_a_ op taco_b_))                                                                           \
+            ::taco::detail::check_failed(__FILE__, __LINE__,                                                 \
                                          fmt::format("{} {} {} ({} vs {})", #a, #op, #b, taco_a_, taco_b_)); \
     } while (0)
 

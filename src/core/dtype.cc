@@ -91,9 +91,9 @@ uint16_t f32_to_f16(float value) {
     std::memcpy(&bits, &value, sizeof(bits));
     uint32_t sign = (bits >> 16) & 0x8000u;
     uint32_t abs_bits = bits & 0x7fffffffu;
-    if (abs_bits > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+    if (abs_bits > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
     if (abs_bits >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow -> inf (after rounding)
-    if (abs_bits < 0x38800000u) {                                   // subnormal or zero in f16
+    if (abs_bits < 0x38800000u) {                                  // subnormal or zero in f16
         float abs_value;
         std::memcpy(&abs_value, &abs_bits, sizeof(abs_value));
         // Scale so that the f16 subnormal unit (2^-24) becomes 1, then round to nearest even.

@@ -21,7 +21,10 @@ LogLevel log_level() {
 
 void log_line(LogLevel level, std::string_view message) {
     static std::mutex mutex;
-    const char* tag = level == LogLevel::kDebug ? "debug" : level == LogLevel::kInfo ? "info" : level == LogLevel::kWarn ? "warn" : "error";
+    const char* tag = level == LogLevel::kDebug  ? "debug"
+                      : level == LogLevel::kInfo ? "info"
+                      : level == LogLevel::kWarn ? "warn"
+                                                 : "error";
     std::lock_guard<std::mutex> lock(mutex);
     std::fprintf(stderr, "[taco-llm %s] %.*s\n", tag, int(message.size()), message.data());
 }

@@ -69,10 +69,10 @@ private:
 #define TACO_CONCAT_INNER(a, b) a##b
 #define TACO_CONCAT(a, b) TACO_CONCAT_INNER(a, b)
 
-#define TACO_RETURN_IF_ERROR(expr)                         \
-    do {                                                   \
-        ::taco::Status taco_status_ = (expr);              \
-        if (!taco_status_.is_ok()) return taco_status_;    \
+#define TACO_RETURN_IF_ERROR(expr)                      \
+    do {                                                \
+        ::taco::Status taco_status_ = (expr);           \
+        if (!taco_status_.is_ok()) return taco_status_; \
     } while (0)
 
 #define TACO_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -86,14 +86,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (num_device_blocks <= 0) {
         const double gb = config.kv_cache_gb > 0 ? config.kv_cache_gb : 4.0;
         // No more than every running request at full length can use.
-        num_device_blocks = std::min<int64_t>(int64_t(gb * kGiB / double(block_bytes)), blocks_per_seq * sc.max_num_seqs);
+        num_device_blocks =
+            std::min<int64_t>(int64_t(gb * kGiB / double(block_bytes)), blocks_per_seq * sc.max_num_seqs);
     }
     if (num_device_blocks < blocks_per_seq)
-        return error("the KV cache holds {} blocks of {} tokens, too few for one request of --max-model-len {} "
-                     "(raise --kv-cache-gb or lower --max-model-len)",
-                     num_device_blocks, block_size, sc.max_model_len);
-    const int64_t num_host_blocks =
-        config.num_host_blocks >= 0 ? config.num_host_blocks : int64_t(config.host_cache_gb * kGiB / double(block_bytes));
+        return error(
+            "the KV cache holds {} blocks of {} tokens, too few for one request of --max-model-len {} "
+            "(raise --kv-cache-gb or lower --max-model-len)",
+            num_device_blocks, block_size, sc.max_model_len);
+    const int64_t num_host_blocks = config.num_host_blocks >= 0
+                                        ? config.num_host_blocks
+                                        : int64_t(config.host_cache_gb * kGiB / double(block_bytes));
 
     KvCacheConfig kc;
     kc.num_device_blocks = num_device_blocks;
@@ -144,9 +147,10 @@ Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
     if (!p.stop.empty() && !tokenizer_) return error("stop strings need a tokenizer, and the model folder has none");
     const int64_t total = int64_t(ids.size()) + p.max_tokens;
     if (total > scheduler_config_.max_model_len)
-        return error("this model's maximum context length is {} tokens, but {} were requested ({} in the prompt, {} "
-                     "for the completion)",
-                     scheduler_config_.max_model_len, total, ids.size(), p.max_tokens);
+        return error(
+            "this model's maximum context length is {} tokens, but {} were requested ({} in the prompt, {} "
+            "for the completion)",
+            scheduler_config_.max_model_len, total, ids.size(), p.max_tokens);
 
     auto group = std::make_shared<RequestGroup>();
     group->id = next_id_++;
@@ -182,8 +186,10 @@ std::vector<Result<RequestOutput>> Engine::generate(std::vector<GenerationInput>
             continue;
         }
         RequestOutput out = (*stream)->wait_final();
-        if (!out.error.empty()) outputs.push_back(Status::error(out.error));
-        else outputs.push_back(std::move(out));
+        if (!out.error.empty())
+            outputs.push_back(Status::error(out.error));
+        else
+            outputs.push_back(std::move(out));
     }
     return outputs;
 }
@@ -197,7 +203,8 @@ void Engine::step_loop() {
     while (true) {
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !inbox_.empty() || !aborts_.empty() || scheduler_->has_work(); });
+            wake_.wait(lock,
+                       [this] { return stopping_ || !inbox_.empty() || !aborts_.empty() || scheduler_->has_work(); });
             if (stopping_) return;
         }
         drain_inbox();
@@ -238,8 +245,8 @@ void Engine::drain_inbox() {
         SamplingParams params = group->params;
         s.sampler = std::make_unique<Sampler>(params, fallback);
         if (tokenizer_)
-            s.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_, group->prompt_ids,
-                                                                     params.skip_special_tokens);
+            s.detokenizer =
+                std::make_unique<IncrementalDetokenizer>(*tokenizer_, group->prompt_ids, params.skip_special_tokens);
         s.stop_checker = std::make_unique<StopChecker>(params.stop, params.include_stop_str_in_output);
         samples_[group->id] = {group.get(), 0};
         groups_[group->id] = group;
@@ -278,8 +285,8 @@ void Engine::step() {
     std::vector<RunnerSequence> sequences;
     for (const ScheduledRequest& s : out.scheduled) {
         const Request& r = *s.request;
-        sequences.push_back({r.token_ids, r.num_computed_tokens, s.num_new_tokens, kv_cache_->block_table(r.id),
-                             s.samples()});
+        sequences.push_back(
+            {r.token_ids, r.num_computed_tokens, s.num_new_tokens, kv_cache_->block_table(r.id), s.samples()});
     }
     Tensor logits = runner_->execute(sequences);
     // Which requests sample, captured before update_after_step moves num_computed_tokens.
@@ -322,8 +329,7 @@ void Engine::update_stats(bool count_step) {
     stats_.prefix_hits_host_tokens = kv.prefix_hits_host_tokens;
 }
 
-void Engine::sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw,
-                          RequestOutput& delta) {
+void Engine::sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw, RequestOutput& delta) {
     const SamplingParams& p = group.params;
     std::vector<float> work(raw.begin(), raw.end());  // the sampler edits its logits in place
     const Request& r = *scheduler_->find(sample.request_id);
@@ -342,8 +348,10 @@ void Engine::sample_token(RequestGroup& group, SampleState& sample, std::span<co
     const int32_t token = sample.sampler->sample(work, context, want_logprobs ? &logprobs : nullptr);
     // The cumulative logprob ranks best_of samples; it is the raw model logprob, as the reported logprobs.
     double token_logprob = 0;
-    if (want_logprobs) token_logprob = logprobs.sampled.logprob;
-    else if (!group.streams_deltas()) token_logprob = Sampler::logprobs_of(raw, token, 0).sampled.logprob;
+    if (want_logprobs)
+        token_logprob = logprobs.sampled.logprob;
+    else if (!group.streams_deltas())
+        token_logprob = Sampler::logprobs_of(raw, token, 0).sampled.logprob;
     process_token(group, sample, token, want_logprobs ? &logprobs : nullptr, token_logprob, delta);
 }
 
@@ -361,8 +369,8 @@ void Engine::fork_samples(RequestGroup& group) {
         if (params.seed) params.seed = *params.seed + uint64_t(i);  // each sample its own stream, reproducibly
         s.sampler = std::make_unique<Sampler>(params, mix_seed(mix_seed(config_.seed, group.id), uint64_t(i)));
         if (tokenizer_)
-            s.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_, group.prompt_ids,
-                                                                     params.skip_special_tokens);
+            s.detokenizer =
+                std::make_unique<IncrementalDetokenizer>(*tokenizer_, group.prompt_ids, params.skip_special_tokens);
         s.stop_checker = std::make_unique<StopChecker>(params.stop, params.include_stop_str_in_output);
         samples_[s.request_id] = {&group, size_t(i)};
         scheduler_->add_forked(group.id, std::move(child));
@@ -388,7 +396,8 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, int32_t tok
     std::string stop_reason;
     const SamplingParams& p = group.params;
     const auto& eos = runner_->config().generation.eos_token_ids;
-    const bool is_stop_token = std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
+    const bool is_stop_token =
+        std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
     const bool is_eos = !p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end();
     std::string piece = sample.detokenizer ? sample.detokenizer->push(token) : std::string();
     // As vLLM: stop strings count only once more than min_tokens tokens exist.
@@ -415,8 +424,9 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, int32_t tok
     if (reason) {
         out.finish_reason = reason;
         out.stop_reason = stop_reason;
-        finish_sample(group, sample, *reason,
-                      *reason == FinishReason::kLength ? RequestStatus::kFinishedLength : RequestStatus::kFinishedStopped);
+        finish_sample(
+            group, sample, *reason,
+            *reason == FinishReason::kLength ? RequestStatus::kFinishedLength : RequestStatus::kFinishedStopped);
     }
     delta.samples.push_back(std::move(out));
 }

@@ -89,8 +89,8 @@ private:
     std::unique_ptr<Scheduler> scheduler_;
 
     // Owned by the step thread.
-    std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;        // by group id (= stream id)
-    std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;    // request id -> (group, sample)
+    std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
+    std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
 
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable wake_;

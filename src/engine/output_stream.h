@@ -30,8 +30,8 @@ private:
     std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<RequestOutput> queue_;
-    bool closed_ = false;  // the final output has been pushed
-    bool drained_ = false; // ... and read
+    bool closed_ = false;   // the final output has been pushed
+    bool drained_ = false;  // ... and read
 };
 
 }  // namespace taco

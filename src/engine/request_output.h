@@ -32,16 +32,16 @@ struct SampleOutput {
     std::vector<SampleLogprobs> logprobs;  // one per token, when logprobs were asked for
     double cumulative_logprob = 0;
     std::optional<FinishReason> finish_reason;
-    std::string stop_reason;               // the stop string, or the stop token id as text; empty for EOS/length
+    std::string stop_reason;  // the stop string, or the stop token id as text; empty for EOS/length
 };
 
 struct RequestOutput {
     RequestId id = 0;
     std::vector<int32_t> prompt_ids;
-    int64_t num_cached_tokens = 0;         // prompt tokens served from the prefix cache
-    std::vector<SampleOutput> samples;     // deltas: only samples with something new
+    int64_t num_cached_tokens = 0;      // prompt tokens served from the prefix cache
+    std::vector<SampleOutput> samples;  // deltas: only samples with something new
     bool finished = false;
-    std::string error;                     // set when the request failed after submission
+    std::string error;  // set when the request failed after submission
 };
 
 }  // namespace taco

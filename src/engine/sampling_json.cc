@@ -9,11 +9,26 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<const char*, 20> kKeys = {
-    "max_tokens", "min_tokens", "temperature", "top_p",   "top_k",          "min_p",
-    "n",          "best_of",    "seed",        "stop",    "stop_token_ids", "presence_penalty",
-    "frequency_penalty", "repetition_penalty", "logit_bias", "logprobs", "ignore_eos",
-    "include_stop_str_in_output", "skip_special_tokens", "max_completion_tokens"};
+constexpr std::array<const char*, 20> kKeys = {"max_tokens",
+                                               "min_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "top_k",
+                                               "min_p",
+                                               "n",
+                                               "best_of",
+                                               "seed",
+                                               "stop",
+                                               "stop_token_ids",
+                                               "presence_penalty",
+                                               "frequency_penalty",
+                                               "repetition_penalty",
+                                               "logit_bias",
+                                               "logprobs",
+                                               "ignore_eos",
+                                               "include_stop_str_in_output",
+                                               "skip_special_tokens",
+                                               "max_completion_tokens"};
 
 Status read_int(const json& v, const char* key, int64_t& out) {
     if (v.is_number_integer()) {
@@ -128,8 +143,10 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
         } else if (key == "logprobs") {
             // Completions: an integer (top count); chat: a boolean (with top_logprobs). Both accepted here.
             if (v.is_boolean()) {
-                if (v.get<bool>()) p.logprobs = p.logprobs.value_or(0);
-                else p.logprobs.reset();
+                if (v.get<bool>())
+                    p.logprobs = p.logprobs.value_or(0);
+                else
+                    p.logprobs.reset();
             } else {
                 int64_t count = 0;
                 TACO_RETURN_IF_ERROR(read_int(v, k, count));

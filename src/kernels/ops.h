@@ -59,9 +59,9 @@ void write_kv_cache(const TensorView& k, const TensorView& v, const std::vector<
 
 // What paged attention needs to know about the sequences of a batch.
 struct AttentionBatch {
-    std::vector<int32_t> query_start;               // [S + 1]: tokens of sequence s are query_start[s]..[s+1]
-    std::vector<int32_t> positions;                 // [T]: absolute position of each query token
-    std::vector<std::vector<int32_t>> block_tables; // [S][num_blocks_of_s]
+    std::vector<int32_t> query_start;                // [S + 1]: tokens of sequence s are query_start[s]..[s+1]
+    std::vector<int32_t> positions;                  // [T]: absolute position of each query token
+    std::vector<std::vector<int32_t>> block_tables;  // [S][num_blocks_of_s]
 };
 
 struct AttentionParams {

@@ -132,12 +132,11 @@ Status Decoder::bind_weights() {
         TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.qkv_bias));
         TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.qkv_bias));
         TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.o_bias));
-        TACO_ASSIGN_OR_RETURN(w.gate, binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size,
-                                                    spec_.mlp_bias));
-        TACO_ASSIGN_OR_RETURN(w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size,
-                                                  spec_.mlp_bias));
-        TACO_ASSIGN_OR_RETURN(w.down, binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size,
-                                                    spec_.mlp_bias));
+        TACO_ASSIGN_OR_RETURN(w.gate,
+                              binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+        TACO_ASSIGN_OR_RETURN(w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+        TACO_ASSIGN_OR_RETURN(w.down,
+                              binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
         bool sliding = spec_.uses_sliding_window && c.layer_types[size_t(l)] == LayerAttention::kSliding;
         w.sliding_window = sliding ? int(c.sliding_window) : 0;
     }

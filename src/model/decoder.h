@@ -26,9 +26,10 @@ struct LinearWeights {
 struct DecoderLayerWeights {
     Tensor input_norm;           // [hidden] f32
     Tensor post_attention_norm;  // [hidden] f32
-    LinearWeights q, k, v, o;    // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
+    LinearWeights q, k, v,
+        o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
-    int sliding_window = 0;      // 0: full attention on this layer
+    int sliding_window = 0;        // 0: full attention on this layer
 };
 
 class Decoder {

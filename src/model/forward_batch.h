@@ -11,10 +11,10 @@
 namespace taco {
 
 struct ForwardBatch {
-    std::vector<int32_t> token_ids;      // [T]
-    ops::AttentionBatch attention;       // positions [T], query_start [S + 1], block_tables [S]
-    std::vector<int64_t> slot_mapping;   // [T]: physical KV slot (block * block_size + offset) of each token
-    std::vector<int32_t> logits_indices; // rows of [0, T) whose logits are wanted, in output order
+    std::vector<int32_t> token_ids;       // [T]
+    ops::AttentionBatch attention;        // positions [T], query_start [S + 1], block_tables [S]
+    std::vector<int64_t> slot_mapping;    // [T]: physical KV slot (block * block_size + offset) of each token
+    std::vector<int32_t> logits_indices;  // rows of [0, T) whose logits are wanted, in output order
 
     int64_t num_tokens() const { return int64_t(token_ids.size()); }
     int64_t num_sequences() const { return int64_t(attention.block_tables.size()); }

@@ -22,10 +22,10 @@ struct KvCacheTensors {
         kv.num_blocks = num_blocks;
         kv.block_size = block_size;
         for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-            kv.k.push_back(Tensor::empty({num_blocks, block_size, config.num_key_value_heads, config.head_dim},
-                                         DType::kF32));
-            kv.v.push_back(Tensor::empty({num_blocks, block_size, config.num_key_value_heads, config.head_dim},
-                                         DType::kF32));
+            kv.k.push_back(
+                Tensor::empty({num_blocks, block_size, config.num_key_value_heads, config.head_dim}, DType::kF32));
+            kv.v.push_back(
+                Tensor::empty({num_blocks, block_size, config.num_key_value_heads, config.head_dim}, DType::kF32));
         }
         return kv;
     }

@@ -218,7 +218,8 @@ Result<ModelConfig> ModelConfig::from_json(const json& config, const std::string
         int64_t max_window_layers = r.get_int("max_window_layers", c.num_hidden_layers);
         TACO_RETURN_IF_ERROR(r.status());
         for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-            if (use && c.sliding_window > 0 && i >= max_window_layers) c.layer_types[size_t(i)] = LayerAttention::kSliding;
+            if (use && c.sliding_window > 0 && i >= max_window_layers)
+                c.layer_types[size_t(i)] = LayerAttention::kSliding;
     } else if (c.sliding_window > 0) {
         for (auto& t : c.layer_types) t = LayerAttention::kSliding;
     }
@@ -264,7 +265,8 @@ Status ModelConfig::validate() const {
     if (!positive(num_key_value_heads) || num_attention_heads % num_key_value_heads != 0)
         return error("'num_key_value_heads' ({}) must divide 'num_attention_heads' ({})", num_key_value_heads,
                      num_attention_heads);
-    if (!positive(head_dim) || head_dim % 2 != 0) return error("'head_dim' must be positive and even, got {}", head_dim);
+    if (!positive(head_dim) || head_dim % 2 != 0)
+        return error("'head_dim' must be positive and even, got {}", head_dim);
     if (rotary_dim() % 2 != 0 || rotary_dim() <= 0 || rotary_dim() > head_dim)
         return error("rotary dimension {} (head_dim x partial_rotary_factor) must be even and in (0, head_dim]",
                      rotary_dim());
@@ -281,7 +283,7 @@ int64_t ModelConfig::derived_max_model_len() const {
         case RopeType::kDynamic: return int64_t(double(max_position_embeddings) * rope.factor);
         case RopeType::kYarn: {
             int64_t base = rope.original_max_position_embeddings > 0 ? rope.original_max_position_embeddings
-                                                                      : max_position_embeddings;
+                                                                     : max_position_embeddings;
             return int64_t(double(base) * rope.factor);
         }
     }

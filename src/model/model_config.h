@@ -21,13 +21,13 @@ struct RopeConfig {
     RopeType type = RopeType::kDefault;
     double theta = 10000.0;
     double partial_rotary_factor = 1.0;
-    double factor = 1.0;                         // linear, dynamic, llama3, yarn
-    int64_t original_max_position_embeddings = 0;  // llama3, yarn (0: max_position_embeddings)
+    double factor = 1.0;                                   // linear, dynamic, llama3, yarn
+    int64_t original_max_position_embeddings = 0;          // llama3, yarn (0: max_position_embeddings)
     double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
-    std::optional<double> attention_factor;      // yarn
-    double beta_fast = 32.0, beta_slow = 1.0;    // yarn
-    std::optional<double> mscale, mscale_all_dim;  // yarn (DeepSeek style)
-    bool truncate = true;                        // yarn
+    std::optional<double> attention_factor;                // yarn
+    double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+    std::optional<double> mscale, mscale_all_dim;          // yarn (DeepSeek style)
+    bool truncate = true;                                  // yarn
 };
 
 enum class LayerAttention { kFull, kSliding };
@@ -57,12 +57,12 @@ struct ModelConfig {
     bool tie_word_embeddings = false;
     bool attention_bias = false;
     bool mlp_bias = false;
-    int64_t sliding_window = 0;                // 0: none
-    std::vector<LayerAttention> layer_types;   // [num_hidden_layers]
+    int64_t sliding_window = 0;               // 0: none
+    std::vector<LayerAttention> layer_types;  // [num_hidden_layers]
     RopeConfig rope;
-    std::optional<DType> dtype;                // torch_dtype / dtype as saved
+    std::optional<DType> dtype;  // torch_dtype / dtype as saved
     GenerationDefaults generation;
-    nlohmann::json raw;                        // the whole config.json, for architecture-specific keys
+    nlohmann::json raw;  // the whole config.json, for architecture-specific keys
 
     // Reads DIR/config.json and, if present, DIR/generation_config.json.
     static Result<ModelConfig> load_dir(const std::string& dir);

@@ -46,7 +46,7 @@ void apply_yarn(const ModelConfig& config, int dim, std::vector<float>& inv_freq
     const RopeConfig& rope = config.rope;
     const double base = rope.theta;
     const double original = rope.original_max_position_embeddings > 0 ? double(rope.original_max_position_embeddings)
-                                                                        : double(config.max_position_embeddings);
+                                                                      : double(config.max_position_embeddings);
     const double factor = rope.factor;
     double attention = 0;
     if (rope.attention_factor) {

@@ -14,10 +14,10 @@
 namespace taco {
 
 struct RotaryFrequencies {
-    std::vector<float> inv_freq;        // [rotary_dim / 2]
-    std::vector<float> inv_freq_long;   // dynamic only: used from position `long_from` on
+    std::vector<float> inv_freq;       // [rotary_dim / 2]
+    std::vector<float> inv_freq_long;  // dynamic only: used from position `long_from` on
     int64_t long_from = INT64_MAX;
-    float attention_scaling = 1.0f;     // multiplies cos and sin (yarn)
+    float attention_scaling = 1.0f;  // multiplies cos and sin (yarn)
 };
 
 RotaryFrequencies compute_rotary_frequencies(const ModelConfig& config);

@@ -19,12 +19,12 @@ inline bool is_finished(RequestStatus status) {
 
 struct Request {
     RequestId id = 0;
-    uint64_t arrival_order = 0;          // FCFS order; forked samples share their parent's
-    std::vector<int32_t> token_ids;      // prompt, then generated tokens
+    uint64_t arrival_order = 0;      // FCFS order; forked samples share their parent's
+    std::vector<int32_t> token_ids;  // prompt, then generated tokens
     int64_t num_prompt_tokens = 0;
-    int64_t num_computed_tokens = 0;     // tokens whose KV is in the cache
-    int64_t num_cached_tokens = 0;       // of the prompt, found in the prefix cache at (first) admission
-    int64_t max_total_tokens = 0;        // prompt + max_tokens
+    int64_t num_computed_tokens = 0;  // tokens whose KV is in the cache
+    int64_t num_cached_tokens = 0;    // of the prompt, found in the prefix cache at (first) admission
+    int64_t max_total_tokens = 0;     // prompt + max_tokens
     uint64_t cache_salt = 0;
     RequestStatus status = RequestStatus::kWaiting;
     int64_t num_preemptions = 0;

@@ -49,7 +49,9 @@ WordCacheEntry* word_cache() {
 
 std::atomic<uint32_t> next_instance_id{1};
 
-uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+uint64_t pair_key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
 
 std::optional<std::string> optional_string(const nlohmann::json& j, const char* key) {
     auto it = j.find(key);
@@ -126,9 +128,9 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::vector<std::pair<std::st
     return m;
 }
 
-Result<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::json& j,
-                                                     std::vector<std::pair<std::string, int32_t>>* scanned_vocab,
-                                                     std::vector<std::pair<std::string, std::string>>* scanned_merges) {
+Result<std::unique_ptr<BpeModel>> BpeModel::from_json(
+    const nlohmann::json& j, std::vector<std::pair<std::string, int32_t>>* scanned_vocab,
+    std::vector<std::pair<std::string, std::string>>* scanned_merges) {
     std::vector<std::pair<std::string, int32_t>> vocab;
     if (scanned_vocab) {
         vocab = std::move(*scanned_vocab);
@@ -185,9 +187,7 @@ void BpeModel::set_word_options(const BpeOptions& options) {
     cache_.clear();
 }
 
-std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
-    return vocab_.find(token);
-}
+std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const { return vocab_.find(token); }
 
 const std::string* BpeModel::id_to_token(int32_t id) const {
     if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
@@ -241,7 +241,8 @@ Status BpeModel::tokenize_uncached(std::string_view word, std::vector<int32_t>& 
     TACO_RETURN_IF_ERROR(merge_word(word, out));
     if (cacheable) {
         std::lock_guard<std::mutex> lock(cache_mutex_);
-        if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), std::vector<int32_t>(out.begin() + first, out.end()));
+        if (cache_.size() < kCacheCapacity)
+            cache_.emplace(std::string(word), std::vector<int32_t>(out.begin() + first, out.end()));
     }
     return Status::ok();
 }
@@ -317,10 +318,12 @@ Status BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) co
         symbols[right_pos].len = 0;
         if (right.next >= 0) symbols[right.next].prev = top.pos;
         if (cur.prev >= 0) {
-            if (auto p = merges_.find(pair_key(symbols[cur.prev].id, cur.id))) queue.push({p->rank, cur.prev, p->new_id});
+            if (auto p = merges_.find(pair_key(symbols[cur.prev].id, cur.id)))
+                queue.push({p->rank, cur.prev, p->new_id});
         }
         if (cur.next >= 0) {
-            if (auto n = merges_.find(pair_key(cur.id, symbols[cur.next].id))) queue.push({n->rank, top.pos, n->new_id});
+            if (auto n = merges_.find(pair_key(cur.id, symbols[cur.next].id)))
+                queue.push({n->rank, top.pos, n->new_id});
         }
     }
     for (const auto& s : symbols) {

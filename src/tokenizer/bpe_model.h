@@ -38,9 +38,9 @@ public:
                                                     const std::vector<std::pair<std::string, std::string>>& merges,
                                                     BpeOptions options);
     // From a tokenizer.json "model" object of type BPE; vocab and merges from `j` unless given (json_scan.h).
-    static Result<std::unique_ptr<BpeModel>> from_json(const nlohmann::json& j,
-                                                       std::vector<std::pair<std::string, int32_t>>* vocab = nullptr,
-                                                       std::vector<std::pair<std::string, std::string>>* merges = nullptr);
+    static Result<std::unique_ptr<BpeModel>> from_json(
+        const nlohmann::json& j, std::vector<std::pair<std::string, int32_t>>* vocab = nullptr,
+        std::vector<std::pair<std::string, std::string>>* merges = nullptr);
 
     // Changes the word-level options (unk, fusing, byte fallback, ignore_merges); prefix and suffix stay as built.
     void set_word_options(const BpeOptions& options);
@@ -64,7 +64,7 @@ private:
     std::vector<std::string> id_to_token_;  // indexed by id; empty where no token has that id
     std::vector<bool> has_id_;
     MergeMap merges_;                       // (left << 32 | right) -> (rank, new id)
-    std::array<int32_t, 256> byte_tokens_;     // id of "<0xXX>" or -1
+    std::array<int32_t, 256> byte_tokens_;  // id of "<0xXX>" or -1
     BpeOptions options_;
     std::optional<int32_t> unk_id_;
     uint32_t instance_id_ = 0;  // tags this model's entries in the per-thread word cache

@@ -40,9 +40,11 @@ public:
 
 class MetaspaceDecoder final : public Decoder {
 public:
-    MetaspaceDecoder(std::string replacement, bool strip_first) : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+    MetaspaceDecoder(std::string replacement, bool strip_first)
+        : replacement_(std::move(replacement)), strip_first_(strip_first) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
-        for (size_t i = 0; i < tokens.size(); ++i) replace_all(tokens[i], replacement_, i == 0 && strip_first_ ? "" : " ");
+        for (size_t i = 0; i < tokens.size(); ++i)
+            replace_all(tokens[i], replacement_, i == 0 && strip_first_ ? "" : " ");
     }
 
 private:
@@ -136,7 +138,8 @@ private:
 
 class ReplaceDecoder final : public Decoder {
 public:
-    ReplaceDecoder(SplitPattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
+    ReplaceDecoder(SplitPattern pattern, std::string content)
+        : pattern_(std::move(pattern)), content_(std::move(content)) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
         for (auto& t : tokens) t = pattern_.replace_all(t, content_);
     }
@@ -200,8 +203,8 @@ private:
 
 std::string clean_up_tokenization(std::string text) {
     static const std::pair<const char*, const char*> kRules[] = {
-        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-        {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
+        {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : kRules) replace_all(text, from, to);
     return text;
 }
@@ -237,14 +240,18 @@ Result<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& j) {
         }
         auto pattern = SplitPattern::from_json(j["pattern"]);
         if (!pattern) return pattern.status().with_context("decoder Replace");
-        return std::unique_ptr<Decoder>(new ReplaceDecoder(std::move(pattern).value(), j["content"].get<std::string>()));
+        return std::unique_ptr<Decoder>(
+            new ReplaceDecoder(std::move(pattern).value(), j["content"].get<std::string>()));
     }
     if (type == "WordPiece") {
-        return std::unique_ptr<Decoder>(new WordPieceDecoder(j.value("prefix", std::string("##")), j.value("cleanup", true)));
+        return std::unique_ptr<Decoder>(
+            new WordPieceDecoder(j.value("prefix", std::string("##")), j.value("cleanup", true)));
     }
-    if (type == "BPEDecoder") return std::unique_ptr<Decoder>(new BpeSuffixDecoder(j.value("suffix", std::string("</w>"))));
+    if (type == "BPEDecoder")
+        return std::unique_ptr<Decoder>(new BpeSuffixDecoder(j.value("suffix", std::string("</w>"))));
     if (type == "Sequence") {
-        if (!j.contains("decoders") || !j["decoders"].is_array()) return error("decoder Sequence: missing \"decoders\" array");
+        if (!j.contains("decoders") || !j["decoders"].is_array())
+            return error("decoder Sequence: missing \"decoders\" array");
         std::vector<std::unique_ptr<Decoder>> parts;
         for (const auto& sub : j["decoders"]) {
             TACO_ASSIGN_OR_RETURN(auto part, make_decoder(sub));

@@ -56,7 +56,8 @@ public:
                 arena_.append(key);
                 return slot.entry;
             }
-            if (slot.tag == tag && slot.len == key.size() && std::memcmp(arena_.data() + slot.offset, key.data(), key.size()) == 0) {
+            if (slot.tag == tag && slot.len == key.size() &&
+                std::memcmp(arena_.data() + slot.offset, key.data(), key.size()) == 0) {
                 slot.id = id;
                 return slot.entry;
             }

@@ -6,7 +6,8 @@ namespace {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 
 bool ends_with_replacement(const std::string& s) {
-    return s.size() >= kReplacement.size() && s.compare(s.size() - kReplacement.size(), kReplacement.size(), kReplacement) == 0;
+    return s.size() >= kReplacement.size() &&
+           s.compare(s.size() - kReplacement.size(), kReplacement.size(), kReplacement) == 0;
 }
 
 // "<0xXX>": ByteFallback turns a whole run of these into U+FFFDs when any byte of the run is invalid, so text ending

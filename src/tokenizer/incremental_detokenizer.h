@@ -33,9 +33,9 @@ private:
     const Tokenizer& tokenizer_;
     std::vector<int32_t> prompt_ids_;
     bool skip_special_tokens_;
-    std::vector<int32_t> ids_;     // generated so far
-    size_t prefix_offset_ = 0;     // start of the context window re-decoded with each new id
-    size_t read_offset_ = 0;       // ids before this have been emitted
+    std::vector<int32_t> ids_;  // generated so far
+    size_t prefix_offset_ = 0;  // start of the context window re-decoded with each new id
+    size_t read_offset_ = 0;    // ids before this have been emitted
     size_t emitted_bytes_ = 0;
 };
 

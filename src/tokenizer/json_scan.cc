@@ -17,7 +17,8 @@ public:
     Status fail(const char* what) const { return error("invalid JSON at byte {}: expected {}", pos_, what); }
 
     void skip_ws() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) ++pos_;
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
+            ++pos_;
     }
     bool peek(char c) {
         skip_ws();
@@ -56,7 +57,8 @@ public:
                 case 'u': {
                     int32_t cp = 0;
                     TACO_RETURN_IF_ERROR(read_hex4(cp));
-                    if (cp >= 0xD800 && cp <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' && s_[pos_ + 1] == 'u') {
+                    if (cp >= 0xD800 && cp <= 0xDBFF && pos_ + 1 < s_.size() && s_[pos_] == '\\' &&
+                        s_[pos_ + 1] == 'u') {
                         pos_ += 2;
                         int32_t low = 0;
                         TACO_RETURN_IF_ERROR(read_hex4(low));
@@ -118,7 +120,10 @@ private:
         cp = 0;
         for (int i = 0; i < 4; ++i) {
             char c = s_[pos_++];
-            int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            int v = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
             if (v < 0) return fail("4 hex digits");
             cp = cp * 16 + v;
         }

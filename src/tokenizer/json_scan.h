@@ -17,8 +17,8 @@ struct ScannedTokenizerJson {
     std::string rest;  // the file with model.vocab replaced by {} and model.merges by [] (when they were found)
     bool has_vocab = false;
     bool has_merges = false;
-    std::vector<std::pair<std::string, int32_t>> vocab;           // model.vocab when it is an object token -> id
-    std::vector<std::pair<std::string, std::string>> merges;      // model.merges ("a b" strings or [a, b] pairs)
+    std::vector<std::pair<std::string, int32_t>> vocab;       // model.vocab when it is an object token -> id
+    std::vector<std::pair<std::string, std::string>> merges;  // model.merges ("a b" strings or [a, b] pairs)
 };
 
 // Errors name the byte offset and what was expected. A model.vocab that is not an object of integers (Unigram's

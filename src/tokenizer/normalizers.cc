@@ -94,7 +94,9 @@ public:
 class BertNormalizer final : public Normalizer {
 public:
     BertNormalizer(bool clean_text, bool handle_chinese, std::optional<bool> strip_accents, bool lowercase)
-        : clean_text_(clean_text), handle_chinese_(handle_chinese), lowercase_(lowercase),
+        : clean_text_(clean_text),
+          handle_chinese_(handle_chinese),
+          lowercase_(lowercase),
           strip_accents_(strip_accents.value_or(lowercase)) {}
     std::string normalize(std::string_view text) const override {
         std::string out;
@@ -159,7 +161,8 @@ Result<std::unique_ptr<Normalizer>> make_normalizer(const nlohmann::json& j) {
     if (type == "Lowercase") return std::unique_ptr<Normalizer>(new LowercaseNormalizer());
     if (type == "StripAccents") return std::unique_ptr<Normalizer>(new StripAccentsNormalizer());
     if (type == "Prepend") {
-        if (!j.contains("prepend") || !j["prepend"].is_string()) return error("normalizer Prepend: missing \"prepend\"");
+        if (!j.contains("prepend") || !j["prepend"].is_string())
+            return error("normalizer Prepend: missing \"prepend\"");
         return std::unique_ptr<Normalizer>(new PrependNormalizer(j["prepend"].get<std::string>()));
     }
     if (type == "Replace") {
@@ -177,7 +180,8 @@ Result<std::unique_ptr<Normalizer>> make_normalizer(const nlohmann::json& j) {
     }
     if (type == "BertNormalizer") {
         std::optional<bool> strip_accents;
-        if (j.contains("strip_accents") && j["strip_accents"].is_boolean()) strip_accents = j["strip_accents"].get<bool>();
+        if (j.contains("strip_accents") && j["strip_accents"].is_boolean())
+            strip_accents = j["strip_accents"].get<bool>();
         return std::unique_ptr<Normalizer>(new BertNormalizer(get_bool(j, "clean_text", true),
                                                               get_bool(j, "handle_chinese_chars", true), strip_accents,
                                                               get_bool(j, "lowercase", true)));

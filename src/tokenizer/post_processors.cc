@@ -37,7 +37,8 @@ private:
 };
 
 Result<std::unique_ptr<PostProcessor>> make_template(const nlohmann::json& j) {
-    if (!j.contains("single") || !j["single"].is_array()) return error("post_processor TemplateProcessing: missing \"single\"");
+    if (!j.contains("single") || !j["single"].is_array())
+        return error("post_processor TemplateProcessing: missing \"single\"");
     const auto& specials = j.contains("special_tokens") ? j["special_tokens"] : nlohmann::json::object();
     std::vector<int32_t> prefix, suffix;
     bool seen_sequence = false;

@@ -338,7 +338,8 @@ Result<std::unique_ptr<PreTokenizer>> make_pre_tokenizer(const nlohmann::json& j
     }
     if (type == "Whitespace") return std::unique_ptr<PreTokenizer>(new WhitespacePreTokenizer());
     if (type == "WhitespaceSplit") {
-        return std::unique_ptr<PreTokenizer>(new CharSplitPreTokenizer(unicode::is_whitespace, SplitBehavior::kRemoved));
+        return std::unique_ptr<PreTokenizer>(
+            new CharSplitPreTokenizer(unicode::is_whitespace, SplitBehavior::kRemoved));
     }
     if (type == "Punctuation") {
         SplitBehavior behavior = SplitBehavior::kIsolated;

@@ -11,13 +11,14 @@
 namespace taco {
 
 struct Regex::State {
-    regex_t* regex = nullptr;       // Oniguruma, when PCRE2 is not used
-    pcre2_code* pcre2 = nullptr;    // JIT-compiled
+    regex_t* regex = nullptr;     // Oniguruma, when PCRE2 is not used
+    pcre2_code* pcre2 = nullptr;  // JIT-compiled
 };
 
 namespace {
 // Oniguruma's \s for UTF-8 (the Unicode White_Space set), as the inside of a character class.
-constexpr const char* kSpaceSet = "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+constexpr const char* kSpaceSet =
+    "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 }  // namespace
 
 std::string translate_to_pcre2(const std::string& p) {
@@ -45,9 +46,7 @@ std::string translate_to_pcre2(const std::string& p) {
         if (i + 1 >= p.size()) return "";
         char e = p[++i];
         switch (e) {
-            case 's':
-                out += in_class ? std::string(kSpaceSet) : "[" + std::string(kSpaceSet) + "]";
-                break;
+            case 's': out += in_class ? std::string(kSpaceSet) : "[" + std::string(kSpaceSet) + "]"; break;
             case 'S':
                 if (in_class) return "";
                 out += "[^" + std::string(kSpaceSet) + "]";
@@ -57,9 +56,9 @@ std::string translate_to_pcre2(const std::string& p) {
                 size_t close = p.find('}', i);
                 if (i + 1 >= p.size() || p[i + 1] != '{' || close == std::string::npos) return "";
                 std::string name = p.substr(i + 2, close - i - 2);
-                static const char* kAllowed[] = {"L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd",
-                                                 "Nl", "No", "P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm",
-                                                 "Sc", "Sk", "So", "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf"};
+                static const char* kAllowed[] = {"L",  "Lu", "Ll", "Lt", "Lm", "Lo", "M",  "Mn", "Mc", "Me", "N", "Nd",
+                                                 "Nl", "No", "P",  "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm",
+                                                 "Sc", "Sk", "So", "Z",  "Zs", "Zl", "Zp", "C",  "Cc", "Cf"};
                 bool ok = false;
                 for (const char* a : kAllowed) ok = ok || name == a;
                 if (!ok) return "";
@@ -73,7 +72,8 @@ std::string translate_to_pcre2(const std::string& p) {
             case 'f': out += "\\f"; break;
             case 'v': out += "\\x0B"; break;
             default:
-                if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9')) return "";  // \w, \d, \b, ...
+                if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'))
+                    return "";  // \w, \d, \b, ...
                 out += '\\';
                 out += e;  // an escaped punctuation character means itself in both
         }

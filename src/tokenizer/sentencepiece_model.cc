@@ -70,8 +70,8 @@ int model_type(std::string_view proto) {
 
 // transformers' generate_merges(vocab) without scores: every split of a piece into two vocabulary pieces, ordered
 // by the merged piece's id, then by the code-point lengths of the left and right parts.
-std::vector<std::pair<std::string, std::string>> generate_merges(const std::vector<std::string>& pieces,
-                                                                 const std::unordered_map<std::string, int32_t>& vocab) {
+std::vector<std::pair<std::string, std::string>> generate_merges(
+    const std::vector<std::string>& pieces, const std::unordered_map<std::string, int32_t>& vocab) {
     struct Merge {
         int32_t id;
         size_t left_len, right_len;
@@ -94,9 +94,10 @@ std::vector<std::pair<std::string, std::string>> generate_merges(const std::vect
             if (l == vocab.end() || r == vocab.end()) continue;
             merges.push_back({static_cast<int32_t>(id), k + 1, bounds.size() - k, l->second, r->second, left, right});
         }
-        std::stable_sort(merges.begin() + static_cast<std::ptrdiff_t>(first), merges.end(), [](const Merge& a, const Merge& b) {
-            return std::tie(a.left_id, a.right_id) < std::tie(b.left_id, b.right_id);
-        });
+        std::stable_sort(merges.begin() + static_cast<std::ptrdiff_t>(first), merges.end(),
+                         [](const Merge& a, const Merge& b) {
+                             return std::tie(a.left_id, a.right_id) < std::tie(b.left_id, b.right_id);
+                         });
     }
     std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
         return std::tie(a.id, a.left_len, a.right_len) < std::tie(b.id, b.left_len, b.right_len);

@@ -38,7 +38,9 @@ Status apply_llama_pipeline(Tokenizer::Impl& impl, const nlohmann::json& config)
         add_prefix_space = config["add_prefix_space"].get<bool>();
     }
     bool legacy = config.is_object() && config.value("legacy", false);
-    PrependScheme scheme = !add_prefix_space ? PrependScheme::kNever : legacy ? PrependScheme::kAlways : PrependScheme::kFirst;
+    PrependScheme scheme = !add_prefix_space ? PrependScheme::kNever
+                           : legacy          ? PrependScheme::kAlways
+                                             : PrependScheme::kFirst;
     BpeOptions options = bpe->options();
     options.unk_token.reset();
     options.fuse_unk = true;
@@ -61,7 +63,8 @@ Status apply_llama_pipeline(Tokenizer::Impl& impl, const nlohmann::json& config)
 Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& config) {
     if (!config.is_null() && !config.is_object()) return error("tokenizer_config.json must hold an object");
     std::string cls = tokenizer_class(config);
-    if (cls == "LlamaTokenizer" || cls == "LlamaTokenizerFast") TACO_RETURN_IF_ERROR(apply_llama_pipeline(impl, config));
+    if (cls == "LlamaTokenizer" || cls == "LlamaTokenizerFast")
+        TACO_RETURN_IF_ERROR(apply_llama_pipeline(impl, config));
 
     auto bos = config_token(config, "bos_token");
     auto eos = config_token(config, "eos_token");
@@ -71,7 +74,8 @@ Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& confi
     // transformers registers every named special token with the backend as special: an added token gets the flag
     // (decode with skip_special_tokens drops it), a vocabulary token becomes a special added token.
     std::vector<std::string> named;
-    for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+    for (const char* key :
+         {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
         if (auto t = config_token(config, key)) named.push_back(*t);
     }
     if (cls == "GemmaTokenizer" && !config_token(config, "mask_token")) named.push_back("<mask>");  // class default
@@ -79,7 +83,8 @@ Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& confi
         if (!config.is_object() || !config.contains(key)) continue;
         auto add_value = [&](const nlohmann::json& v) {
             if (v.is_string()) named.push_back(v.get<std::string>());
-            if (v.is_object() && v.contains("content") && v["content"].is_string()) named.push_back(v["content"].get<std::string>());
+            if (v.is_object() && v.contains("content") && v["content"].is_string())
+                named.push_back(v["content"].get<std::string>());
         };
         const auto& list = config[key];
         if (list.is_array()) {

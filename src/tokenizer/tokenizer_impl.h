@@ -18,11 +18,11 @@
 namespace taco {
 
 struct Tokenizer::Impl {
-    std::unique_ptr<Normalizer> normalizer;        // may be null
-    std::unique_ptr<PreTokenizer> pre_tokenizer;   // may be null
+    std::unique_ptr<Normalizer> normalizer;       // may be null
+    std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
     std::unique_ptr<Model> model;
-    std::unique_ptr<PostProcessor> post_processor; // may be null
-    std::unique_ptr<Decoder> decoder;              // may be null: tokens joined with ' '
+    std::unique_ptr<PostProcessor> post_processor;  // may be null
+    std::unique_ptr<Decoder> decoder;               // may be null: tokens joined with ' '
     AddedVocabulary added;
     std::optional<int32_t> bos_id, eos_id;
     bool clean_up_tokenization_spaces = false;  // applied by decode (transformers skips it for BPE models)
@@ -33,7 +33,8 @@ struct Tokenizer::Impl {
 Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& config);
 
 // Pipelines for folders without tokenizer.json.
-Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path);
+Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vocab_path,
+                                                           const std::string& merges_path);
 Result<std::unique_ptr<Tokenizer::Impl>> load_sentencepiece(const std::string& model_path);
 
 }  // namespace taco

@@ -7,9 +7,9 @@
 #include "core/file_util.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/json_scan.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unigram_model.h"
 #include "tokenizer/wordpiece_model.h"
-#include "tokenizer/tokenizer_impl.h"
 
 namespace taco {
 namespace {
@@ -71,7 +71,7 @@ Result<std::string> read_file(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& tokenizer_json,
-                                                            const std::string& config_json, const std::string& name) {
+                                                             const std::string& config_json, const std::string& name) {
     auto scanned = scan_tokenizer_json(tokenizer_json);
     if (!scanned) return scanned.status().with_context(name);
     nlohmann::json j;

@@ -31,8 +31,8 @@ bool is_word_char(int32_t cp);
 bool is_alphanumeric(int32_t cp);  // Rust char::is_alphanumeric (Alphabetic or Numeric)
 bool is_punctuation(int32_t cp);   // Unicode general category P*
 bool is_ascii_punctuation(int32_t cp);
-bool is_digit(int32_t cp);          // Rust char::is_numeric: general category N*
-bool is_control(int32_t cp);        // general category Cc/Cf/Cn/Co (BertNormalizer's notion, minus \t\n\r)
+bool is_digit(int32_t cp);    // Rust char::is_numeric: general category N*
+bool is_control(int32_t cp);  // general category Cc/Cf/Cn/Co (BertNormalizer's notion, minus \t\n\r)
 bool is_mark_nonspacing(int32_t cp);
 bool is_cjk(int32_t cp);
 

@@ -12,7 +12,8 @@ constexpr double kUnkPenalty = 10.0;
 }  // namespace
 
 Result<std::unique_ptr<UnigramModel>> UnigramModel::from_json(const nlohmann::json& j) {
-    if (!j.contains("vocab") || !j["vocab"].is_array()) return error("model Unigram: \"vocab\" must be a list of [piece, score]");
+    if (!j.contains("vocab") || !j["vocab"].is_array())
+        return error("model Unigram: \"vocab\" must be a list of [piece, score]");
     std::unique_ptr<UnigramModel> m(new UnigramModel());
     m->min_score_ = std::numeric_limits<double>::infinity();
     m->ids_.reserve(j["vocab"].size());
@@ -29,7 +30,8 @@ Result<std::unique_ptr<UnigramModel>> UnigramModel::from_json(const nlohmann::js
     }
     if (j.contains("unk_id") && j["unk_id"].is_number_integer()) {
         auto unk = j["unk_id"].get<int64_t>();
-        if (unk < 0 || unk >= static_cast<int64_t>(m->pieces_.size())) return error("model Unigram: unk_id {} is not in the vocab", unk);
+        if (unk < 0 || unk >= static_cast<int64_t>(m->pieces_.size()))
+            return error("model Unigram: unk_id {} is not in the vocab", unk);
         m->unk_id_ = static_cast<int32_t>(unk);
     }
     m->byte_fallback_ = j.value("byte_fallback", false);
@@ -67,7 +69,8 @@ Status UnigramModel::tokenize(std::string_view s, std::vector<int32_t>& out) con
             end += next == 0 ? 1 : next;
         }
         if (!has_single) {
-            if (!unk_id_) return error("Unigram: no piece for '{}' and no unk_id", std::string(s.substr(start, char_len)));
+            if (!unk_id_)
+                return error("Unigram: no piece for '{}' and no unk_id", std::string(s.substr(start, char_len)));
             Node& node = best[start + char_len];
             double candidate = unk_score + base;
             if (node.starts_at < 0 || candidate > node.score) node = {*unk_id_, candidate, static_cast<int64_t>(start)};
@@ -85,7 +88,8 @@ Status UnigramModel::tokenize(std::string_view s, std::vector<int32_t>& out) con
             if (unk_run_start == std::string_view::npos) unk_run_end = end;
             unk_run_start = start;
         } else {
-            if (unk_run_start != std::string_view::npos) pieces.push_back(s.substr(unk_run_start, unk_run_end - unk_run_start));
+            if (unk_run_start != std::string_view::npos)
+                pieces.push_back(s.substr(unk_run_start, unk_run_end - unk_run_start));
             unk_run_start = std::string_view::npos;
             pieces.push_back(s.substr(start, end - start));
         }

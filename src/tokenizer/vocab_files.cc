@@ -8,7 +8,8 @@
 
 namespace taco {
 
-Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vocab_path, const std::string& merges_path) {
+Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vocab_path,
+                                                           const std::string& merges_path) {
     TACO_ASSIGN_OR_RETURN(nlohmann::json vocab_json, read_json_file(vocab_path));
     if (!vocab_json.is_object()) return error("{}: expected an object of token -> id", vocab_path);
     std::vector<std::pair<std::string, int32_t>> vocab;
@@ -34,8 +35,9 @@ Result<std::unique_ptr<Tokenizer::Impl>> load_vocab_merges(const std::string& vo
 
     auto impl = std::make_unique<Tokenizer::Impl>();
     impl->model = std::move(model).value();
-    TACO_ASSIGN_OR_RETURN(impl->pre_tokenizer, make_pre_tokenizer(nlohmann::json::parse(
-                                                   R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})")));
+    TACO_ASSIGN_OR_RETURN(impl->pre_tokenizer,
+                          make_pre_tokenizer(nlohmann::json::parse(
+                              R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})")));
     TACO_ASSIGN_OR_RETURN(impl->decoder, make_decoder(nlohmann::json::parse(R"({"type": "ByteLevel"})")));
     // GPT2Tokenizer's defaults: <|endoftext|> is bos, eos and unk.
     if (auto id = impl->model->token_to_id("<|endoftext|>")) {

@@ -4,13 +4,14 @@
 
 namespace taco {
 
-Result<std::unique_ptr<WordPieceModel>> WordPieceModel::from_json(const nlohmann::json& j,
-                                                                  std::vector<std::pair<std::string, int32_t>>* scanned) {
+Result<std::unique_ptr<WordPieceModel>> WordPieceModel::from_json(
+    const nlohmann::json& j, std::vector<std::pair<std::string, int32_t>>* scanned) {
     std::vector<std::pair<std::string, int32_t>> vocab;
     if (scanned) {
         vocab = std::move(*scanned);
     } else {
-        if (!j.contains("vocab") || !j["vocab"].is_object()) return error("model WordPiece: \"vocab\" must be an object");
+        if (!j.contains("vocab") || !j["vocab"].is_object())
+            return error("model WordPiece: \"vocab\" must be an object");
         for (const auto& [token, id] : j["vocab"].items()) {
             if (!id.is_number_integer()) return error("model WordPiece: vocab entry '{}' has a non-integer id", token);
             vocab.emplace_back(token, id.get<int32_t>());

@@ -39,8 +39,9 @@ TEST(GenerateCli, GreedyJsonEqualsTransformersOnEveryFamily) {
 }
 
 TEST(GenerateCli, SeededSamplingIsReproducible) {
-    const std::string args = "generate " + golden_model_dir("llama") +
-                             " --prompt-ids 1,2,3 --max-tokens 10 --temperature 0.8 --top-p 0.9 --top-k 50 --seed 7 --json";
+    const std::string args =
+        "generate " + golden_model_dir("llama") +
+        " --prompt-ids 1,2,3 --max-tokens 10 --temperature 0.8 --top-p 0.9 --top-k 50 --seed 7 --json";
     auto a = run_taco(args), b = run_taco(args);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(a.out, b.out);
@@ -131,7 +132,9 @@ TEST(GenerateCli, PromptsFileRunsTogetherAndPrintsInInputOrder) {
         for (const auto& c : golden["cases"])
             out << nlohmann::json({{"prompt_ids", c["prompt_ids"]}, {"max_tokens", 24}, {"min_tokens", 24}}).dump()
                 << "\n";
-        out << "\n" << R"({"prompt_ids": [5, 6, 7], "max_tokens": 3, "temperature": 0.9, "seed": 1, "n": 2})" << "\n";
+        out << "\n"
+            << R"({"prompt_ids": [5, 6, 7], "max_tokens": 3, "temperature": 0.9, "seed": 1, "n": 2})"
+            << "\n";
     }
     auto r = run_taco("generate " + testing_util::golden_model_dir("qwen2") + " --prompts-file " + path +
                       " --temperature 0 --json");
@@ -154,11 +157,15 @@ TEST(GenerateCli, PromptsFileRunsTogetherAndPrintsInInputOrder) {
 
 TEST(GenerateCli, MalformedPromptsFileNamesTheLine) {
     const std::string path = ::testing::TempDir() + "/taco_bad_prompts.jsonl";
-    std::ofstream(path) << R"({"prompt_ids": [1, 2]})" << "\n" << R"({"prompt_ids": [1, 2], "top_p": "x"})" << "\n";
+    std::ofstream(path) << R"({"prompt_ids": [1, 2]})"
+                        << "\n"
+                        << R"({"prompt_ids": [1, 2], "top_p": "x"})"
+                        << "\n";
     auto r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompts-file " + path);
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find(":2: 'top_p' must be a number"), std::string::npos) << r.err;
-    std::ofstream(path) << R"({"prompt_ids": [1, 2], "colour": "blue"})" << "\n";
+    std::ofstream(path) << R"({"prompt_ids": [1, 2], "colour": "blue"})"
+                        << "\n";
     r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompts-file " + path);
     EXPECT_NE(r.err.find(":1: unknown field 'colour'"), std::string::npos) << r.err;
 }

@@ -29,7 +29,7 @@ TEST(DType, F16ConvertsNormalsSubnormalsAndInfinity) {
 }
 
 TEST(DType, Fp8DecodesAsPytorchDoes) {
-    EXPECT_EQ(f8e4m3_to_f32(0x38), 1.0f);   // 0 0111 000
+    EXPECT_EQ(f8e4m3_to_f32(0x38), 1.0f);    // 0 0111 000
     EXPECT_EQ(f8e4m3_to_f32(0x7e), 448.0f);  // largest finite E4M3FN
     EXPECT_TRUE(std::isnan(f8e4m3_to_f32(0x7f)));
     EXPECT_EQ(f8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));

@@ -23,7 +23,8 @@ TEST(ThreadPool, NestedCallsRunInlineInsteadOfDeadlocking) {
     ThreadPool pool(3);
     std::atomic<int> total{0};
     pool.parallel_for(6, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) pool.parallel_for(10, 1, [&](int64_t b2, int64_t e2) { total += int(e2 - b2); });
+        for (int64_t i = b; i < e; ++i)
+            pool.parallel_for(10, 1, [&](int64_t b2, int64_t e2) { total += int(e2 - b2); });
     });
     EXPECT_EQ(total.load(), 60);
 }

@@ -83,7 +83,7 @@ TEST(Engine, HostTierRoundTripRestoresTheKvExactly) {
     // 8 device blocks: the second prompt's blocks push the first prompt's cached blocks out to the host tier.
     auto engine = make_engine("llama", 8, 16, 8192, 256, true, /*max_model_len=*/128);
     auto a1 = engine->generate({greedy_input(prompts[1].prompt_ids, 4)});  // 40 tokens
-    auto b = engine->generate({greedy_input(prompts[2].prompt_ids, 20)});   // 90 tokens: needs 7 blocks
+    auto b = engine->generate({greedy_input(prompts[2].prompt_ids, 20)});  // 90 tokens: needs 7 blocks
     auto a2 = engine->generate({greedy_input(prompts[1].prompt_ids, 4)});
     EXPECT_GT(engine->stats().prefix_hits_host_tokens, 0);
     EXPECT_EQ(tokens_of(a1[0]), tokens_of(a2[0]));

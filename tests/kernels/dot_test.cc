@@ -24,9 +24,12 @@ TEST(CanonicalDot, SimdFormsAreBitIdenticalToScalar) {
         }
         const float expected = canonical_dot_f32(a.data(), b.data(), k);
         auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof(float)) == 0; };
-        if (cpu_supports(CpuIsa::kAvx2)) EXPECT_TRUE(same_bits(dot_f32_avx2(a.data(), b.data(), k), expected)) << k;
-        if (cpu_supports(CpuIsa::kAvx512))
+        if (cpu_supports(CpuIsa::kAvx2)) {
+            EXPECT_TRUE(same_bits(dot_f32_avx2(a.data(), b.data(), k), expected)) << k;
+        }
+        if (cpu_supports(CpuIsa::kAvx512)) {
             EXPECT_TRUE(same_bits(dot_f32_avx512(a.data(), b.data(), k), expected)) << k;
+        }
         EXPECT_TRUE(same_bits(dot_f32(a.data(), b.data(), k), expected)) << k;
     }
 }

@@ -10,8 +10,8 @@ namespace taco::testing_util {
 
 struct GoldenCase {
     std::vector<int32_t> prompt_ids;
-    std::vector<float> last_logits;  // fp32 transformers logits at the last prompt position
-    std::vector<int32_t> greedy_ids; // 24 greedy tokens (min_new_tokens = 24)
+    std::vector<float> last_logits;   // fp32 transformers logits at the last prompt position
+    std::vector<int32_t> greedy_ids;  // 24 greedy tokens (min_new_tokens = 24)
     std::vector<float> margins;
 };
 

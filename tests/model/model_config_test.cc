@@ -60,8 +60,8 @@ TEST(ModelConfig, GenerationConfigEosMayBeAList) {
 TEST(ModelConfig, GenerationConfigSamplingDefaultsAreRead) {
     auto config = ModelConfig::from_json(llama_config(), "config.json");
     ASSERT_TRUE(config.is_ok());
-    json generation = {{"do_sample", true}, {"temperature", 0.6}, {"top_p", 0.9}, {"top_k", 40},
-                       {"eos_token_id", {128001, 128009}}};
+    json generation = {
+        {"do_sample", true}, {"temperature", 0.6}, {"top_p", 0.9}, {"top_k", 40}, {"eos_token_id", {128001, 128009}}};
     ASSERT_TRUE(config->apply_generation_config(generation, "generation_config.json").is_ok());
     EXPECT_TRUE(config->generation.do_sample);
     EXPECT_EQ(config->generation.temperature, 0.6);

@@ -80,7 +80,8 @@ TEST(Scheduler, WithoutChunkedPrefillALongPromptWaitsForAWholeBudget) {
 
 TEST(Scheduler, MaxNumSeqsBoundsTheRunningSet) {
     Harness h(256, config(4096, 2));
-    for (RequestId id = 1; id <= 5; ++id) ASSERT_TRUE(h.scheduler.add_request(make_request(id, 10, 3, int32_t(id * 50))).is_ok());
+    for (RequestId id = 1; id <= 5; ++id)
+        ASSERT_TRUE(h.scheduler.add_request(make_request(id, 10, 3, int32_t(id * 50))).is_ok());
     SchedulerOutput s1 = h.step();
     EXPECT_EQ(s1.scheduled.size(), 2u);
     EXPECT_EQ(h.scheduler.num_waiting(), 3);
@@ -140,8 +141,10 @@ TEST(Scheduler, RandomWorkloadsNeverLeakBlocksAndFinishEveryRequest) {
                 int64_t len = 1 + int64_t(rng() % 60);
                 int64_t max_tokens = 1 + int64_t(rng() % 40);
                 if ((len + max_tokens + 15) / 16 > num_blocks) max_tokens = 1, len = std::min<int64_t>(len, 16);
-                ASSERT_TRUE(h.scheduler.add_request(make_request(RequestId(++submitted), len, max_tokens,
-                                                                 int32_t(1 + rng() % 3))).is_ok());
+                ASSERT_TRUE(
+                    h.scheduler
+                        .add_request(make_request(RequestId(++submitted), len, max_tokens, int32_t(1 + rng() % 3)))
+                        .is_ok());
             }
             if (submitted > 0 && rng() % 17 == 0) {
                 RequestId victim = RequestId(1 + rng() % uint64_t(submitted));

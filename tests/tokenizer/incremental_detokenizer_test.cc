@@ -77,8 +77,8 @@ TEST_P(IncrementalDetokenizerTest, RandomIdsKeepTheInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTokenizers, IncrementalDetokenizerTest,
-                         ::testing::Values("llama3", "qwen2_5", "mistral_nemo", "gpt2", "deepseek_v3", "llama2", "gemma2",
-                                           "spm_bpe"));
+                         ::testing::Values("llama3", "qwen2_5", "mistral_nemo", "gpt2", "deepseek_v3", "llama2",
+                                           "gemma2", "spm_bpe"));
 
 TEST(IncrementalDetokenizer, HoldsBackAPartialCharacterUntilItCompletes) {
     ASSERT_TRUE(test::require_tokenizer_cache());

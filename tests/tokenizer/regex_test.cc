@@ -21,7 +21,8 @@ TEST(Regex, Pcre2AgreesWithOnigurumaOnEveryCodePointForTokenizerClasses) {
         for (int32_t cp = 0; cp < 0x110000; ++cp) {
             if (cp >= 0xD800 && cp <= 0xDFFF) continue;
             std::string s = unicode::to_utf8(cp) + "a";
-            if ((*onig)->find_all(s) != (*pcre2)->find_all(s) && diffs++ < 3) ADD_FAILURE() << pattern << " U+" << std::hex << cp;
+            if ((*onig)->find_all(s) != (*pcre2)->find_all(s) && diffs++ < 3)
+                ADD_FAILURE() << pattern << " U+" << std::hex << cp;
         }
         EXPECT_EQ(diffs, 0u) << pattern;
     }

@@ -94,8 +94,8 @@ TEST(TokenizerComponents, WordPieceAndUnigramPipelinesMatchRustTokenizers) {
                       (*tok)->decode(golden_ids, true) == row["decode_skip"].get<std::string>();
             if (!ok && failures++ < 5) {
                 ADD_FAILURE() << name << " " << json(text).dump() << "\n got  " << json(*ids).dump() << " "
-                              << json((*tok)->decode(golden_ids, false)).dump() << "\n want " << row["ids"].dump() << " "
-                              << row["decode"].dump();
+                              << json((*tok)->decode(golden_ids, false)).dump() << "\n want " << row["ids"].dump()
+                              << " " << row["decode"].dump();
             }
         }
         EXPECT_EQ(failures, 0u) << name;

@@ -10,11 +10,14 @@ namespace {
 std::string tokenizer_json(const std::string& model, const std::string& pre = R"({"type": "ByteLevel"})",
                            const std::string& normalizer = "null") {
     return R"({"version": "1.0", "added_tokens": [{"id": 5, "content": "<s>", "special": true, "normalized": false}],
-        "normalizer": )" + normalizer + R"(, "pre_tokenizer": )" + pre + R"(, "post_processor": null,
-        "decoder": {"type": "ByteLevel"}, "model": )" + model + "}";
+        "normalizer": )" +
+           normalizer + R"(, "pre_tokenizer": )" + pre + R"(, "post_processor": null,
+        "decoder": {"type": "ByteLevel"}, "model": )" +
+           model + "}";
 }
 
-const char* kModel = R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġa": 4}, "merges": ["a b", "Ġ a"]})";
+const char* kModel =
+    R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġa": 4}, "merges": ["a b", "Ġ a"]})";
 
 TEST(TokenizerErrors, InvalidJsonNamesTheFile) {
     auto tok = Tokenizer::from_json_text("{\"model\": ", "", "my/tokenizer.json");
@@ -25,7 +28,8 @@ TEST(TokenizerErrors, InvalidJsonNamesTheFile) {
 TEST(TokenizerErrors, UnknownModelTypeIsNamed) {
     auto tok = Tokenizer::from_json_text(tokenizer_json(R"({"type": "FancyModel", "vocab": {}})"), "");
     ASSERT_FALSE(tok.is_ok());
-    EXPECT_NE(tok.status().message().find("unknown model type 'FancyModel'"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("unknown model type 'FancyModel'"), std::string::npos)
+        << tok.status().message();
 }
 
 TEST(TokenizerErrors, UnknownPreTokenizerTypeIsNamed) {
@@ -36,9 +40,11 @@ TEST(TokenizerErrors, UnknownPreTokenizerTypeIsNamed) {
 }
 
 TEST(TokenizerErrors, UnknownNormalizerTypeIsNamed) {
-    auto tok = Tokenizer::from_json_text(tokenizer_json(kModel, R"({"type": "ByteLevel"})", R"({"type": "Shout"})"), "");
+    auto tok =
+        Tokenizer::from_json_text(tokenizer_json(kModel, R"({"type": "ByteLevel"})", R"({"type": "Shout"})"), "");
     ASSERT_FALSE(tok.is_ok());
-    EXPECT_NE(tok.status().message().find("unknown normalizer type 'Shout'"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("unknown normalizer type 'Shout'"), std::string::npos)
+        << tok.status().message();
 }
 
 TEST(TokenizerErrors, BadRegexIsNamed) {
@@ -49,7 +55,8 @@ TEST(TokenizerErrors, BadRegexIsNamed) {
 }
 
 TEST(TokenizerErrors, MergeOutsideVocabularyIsNamed) {
-    auto tok = Tokenizer::from_json_text(tokenizer_json(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a z"]})"), "");
+    auto tok =
+        Tokenizer::from_json_text(tokenizer_json(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a z"]})"), "");
     ASSERT_FALSE(tok.is_ok());
     EXPECT_NE(tok.status().message().find("'z' is not in the vocab"), std::string::npos) << tok.status().message();
 }

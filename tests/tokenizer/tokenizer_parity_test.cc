@@ -88,7 +88,8 @@ TEST_P(TokenizerParity, EncodeMatchesGoldenWithAndWithoutSpecialTokens) {
             auto want = expected(row.golden, add_special ? "ids" : "ids_plain").get<std::vector<int32_t>>();
             if (*ids != want && failures++ < 5) {
                 ADD_FAILURE() << row.corpus << ":" << row.line << " add_special_tokens=" << add_special << " text "
-                              << json(row.text).dump() << "\n got  " << json(*ids).dump() << "\n want " << json(want).dump();
+                              << json(row.text).dump() << "\n got  " << json(*ids).dump() << "\n want "
+                              << json(want).dump();
             }
         }
     }

@@ -2,10 +2,10 @@
 // folder built from a tokenizer.json.
 #pragma once
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -45,7 +45,8 @@ inline std::string make_vocab_merges_dir(const std::string& src_dir) {
     std::ofstream merges((dir / "merges.txt").string());
     merges << "#version: 0.2\n";
     for (const auto& m : (*j)["model"]["merges"]) {
-        merges << (m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>()) << "\n";
+        merges << (m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>())
+               << "\n";
     }
     std::ofstream((dir / "tokenizer_config.json").string())
         << R"({"tokenizer_class": "GPT2Tokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",)"

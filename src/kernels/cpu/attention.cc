@@ -79,8 +79,8 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
             const auto& table = batch.block_tables[size_t(seq_of_token[size_t(t)])];
             const int64_t p = batch.positions[size_t(t)];
             const int64_t first = params.sliding_window > 0 ? std::max<int64_t>(0, p - params.sliding_window + 1) : 0;
-            TACO_CHECK_MSG((p / block_size) < int64_t(table.size()), "position {} past the block table ({} blocks)",
-                           p, table.size());
+            TACO_CHECK_MSG((p / block_size) < int64_t(table.size()), "position {} past the block table ({} blocks)", p,
+                           table.size());
             const float* qv = q.as<float>() + (t * num_heads + h) * head_dim;
             auto slot_row = [&](const TensorView& cache, int64_t j) {
                 int64_t slot = int64_t(table[size_t(j / block_size)]) * block_size + j % block_size;

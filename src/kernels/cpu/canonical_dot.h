@@ -21,7 +21,8 @@ inline float canonical_dot_scalar(const float* x, LoadW load_w, int64_t k) {
 }
 
 inline float canonical_dot_f32(const float* x, const float* w, int64_t k) {
-    return canonical_dot_scalar(x, [w](int64_t i) { return w[i]; }, k);
+    return canonical_dot_scalar(
+        x, [w](int64_t i) { return w[i]; }, k);
 }
 
 // x · w where w is a row of the given float dtype (f32, f16 or bf16).
@@ -30,13 +31,17 @@ inline float canonical_dot_any(const float* x, const void* w, DType w_dtype, int
         case DType::kF32: return canonical_dot_f32(x, static_cast<const float*>(w), k);
         case DType::kF16: {
             auto* p = static_cast<const uint16_t*>(w);
-            return canonical_dot_scalar(x, [p](int64_t i) { return f16_to_f32(p[i]); }, k);
+            return canonical_dot_scalar(
+                x, [p](int64_t i) { return f16_to_f32(p[i]); }, k);
         }
         case DType::kBF16: {
             auto* p = static_cast<const uint16_t*>(w);
-            return canonical_dot_scalar(x, [p](int64_t i) { return bf16_to_f32(p[i]); }, k);
+            return canonical_dot_scalar(
+                x, [p](int64_t i) { return bf16_to_f32(p[i]); }, k);
         }
-        default: return canonical_dot_scalar(x, [w, w_dtype](int64_t i) { return load_as_f32(w, w_dtype, size_t(i)); }, k);
+        default:
+            return canonical_dot_scalar(
+                x, [w, w_dtype](int64_t i) { return load_as_f32(w, w_dtype, size_t(i)); }, k);
     }
 }
 

@@ -5,8 +5,8 @@
 
 #include "core/check.h"
 
-#define TACO_CUDA_CHECK(call)                                                                                  \
-    do {                                                                                                       \
-        cudaError_t taco_cuda_error_ = (call);                                                                 \
+#define TACO_CUDA_CHECK(call)                                                                                          \
+    do {                                                                                                               \
+        cudaError_t taco_cuda_error_ = (call);                                                                         \
         TACO_CHECK_MSG(taco_cuda_error_ == cudaSuccess, "{} failed: {}", #call, cudaGetErrorString(taco_cuda_error_)); \
     } while (0)

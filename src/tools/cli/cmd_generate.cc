@@ -186,7 +186,9 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
     sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
     sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
     sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
-    sub->add_option("--device", args->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+    sub->add_option("--device", args->device, "cpu or cuda")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
     sub->add_flag("--json", args->json_output, "Print one JSON object per prompt");
     add_engine_flags(sub, args->engine);
     sub->callback([args, prompt, prompt_ids, prompts_file] {

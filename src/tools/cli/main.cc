@@ -15,7 +15,9 @@ std::vector<std::pair<int, CommandSetup>>& command_table() {
 
 }  // namespace
 
-CommandRegistrar::CommandRegistrar(int order, CommandSetup setup) { command_table().emplace_back(order, std::move(setup)); }
+CommandRegistrar::CommandRegistrar(int order, CommandSetup setup) {
+    command_table().emplace_back(order, std::move(setup));
+}
 
 std::vector<CommandSetup> registered_commands() {
     auto table = command_table();
