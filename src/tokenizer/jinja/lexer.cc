@@ -11,8 +11,6 @@ namespace taco::jinja {
 
 namespace {
 
-bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 // Python "\s" over a string: every code point is whitespace (and there is at least one).
 bool all_whitespace(std::string_view s) {
     if (s.empty()) return false;
