@@ -4,6 +4,8 @@
 
 #include <utf8proc.h>
 
+#include "tokenizer/unicode_utils.h"
+
 namespace taco::jinja {
 
 char32_t decode_utf8(std::string_view s, size_t pos, size_t* length) {
@@ -43,23 +45,7 @@ char32_t decode_utf8(std::string_view s, size_t pos, size_t* length) {
     return cp;
 }
 
-void append_utf8(char32_t cp, std::string& out) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-}
+void append_utf8(char32_t cp, std::string& out) { unicode::append_utf8(out, int32_t(cp)); }
 
 std::vector<char32_t> to_code_points(std::string_view s) {
     std::vector<char32_t> out;

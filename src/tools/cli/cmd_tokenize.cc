@@ -23,8 +23,9 @@ std::unique_ptr<Tokenizer> load_or_fail(const std::string& dir) {
     return std::move(tok).value();
 }
 
-void run_tokenize(const TokenizeArgs& args) {
-    auto tok = load_or_fail(args.dir);
+// Calls handle(j, line_no) for each stdin line parsed as JSON; invalid JSON fails naming the line.
+template <class Handle>
+void for_each_json_line(Handle handle) {
     std::string line;
     for (size_t line_no = 1; std::getline(std::cin, line); ++line_no) {
         nlohmann::json j;
@@ -33,24 +34,24 @@ void run_tokenize(const TokenizeArgs& args) {
         } catch (const nlohmann::json::parse_error& e) {
             fail(fmt::format("stdin line {}: invalid JSON: {}", line_no, e.what()));
         }
-        if (!j.is_string()) fail(fmt::format("stdin line {}: expected a JSON string", line_no));
-        auto ids = tok->encode(j.get<std::string>(), !args.flag);
-        if (!ids) fail(fmt::format("stdin line {}: {}", line_no, ids.status().message()));
-        std::cout << nlohmann::json(*ids).dump() << '\n';
+        handle(j, line_no);
     }
     std::cout.flush();
 }
 
+void run_tokenize(const TokenizeArgs& args) {
+    auto tok = load_or_fail(args.dir);
+    for_each_json_line([&](const nlohmann::json& j, size_t line_no) {
+        if (!j.is_string()) fail(fmt::format("stdin line {}: expected a JSON string", line_no));
+        auto ids = tok->encode(j.get<std::string>(), !args.flag);
+        if (!ids) fail(fmt::format("stdin line {}: {}", line_no, ids.status().message()));
+        std::cout << nlohmann::json(*ids).dump() << '\n';
+    });
+}
+
 void run_detokenize(const TokenizeArgs& args) {
     auto tok = load_or_fail(args.dir);
-    std::string line;
-    for (size_t line_no = 1; std::getline(std::cin, line); ++line_no) {
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
-            fail(fmt::format("stdin line {}: invalid JSON: {}", line_no, e.what()));
-        }
+    for_each_json_line([&](const nlohmann::json& j, size_t line_no) {
         if (!j.is_array()) fail(fmt::format("stdin line {}: expected a JSON array of token ids", line_no));
         std::vector<int32_t> ids;
         for (const auto& v : j) {
@@ -61,8 +62,7 @@ void run_detokenize(const TokenizeArgs& args) {
         }
         std::string text = tok->decode(ids, args.flag);
         std::cout << nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    }
-    std::cout.flush();
+    });
 }
 
 const CommandRegistrar kTokenize(40, [](CLI::App& app) {
