@@ -130,7 +130,7 @@ Engine::~Engine() {
     }
 }
 
-Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
+Result<std::shared_ptr<Engine::RequestGroup>> Engine::prepare(GenerationInput input) {
     const ModelConfig& model = runner_->config();
     std::vector<int32_t> ids = std::move(input.prompt_ids);
     if (input.prompt) {
@@ -158,6 +158,11 @@ Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
     group->params = p;
     group->num_samples = p.best_of.value_or(p.n);
     group->stream = std::make_shared<OutputStream>(group->id);
+    return group;
+}
+
+Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
+    TACO_ASSIGN_OR_RETURN(auto group, prepare(std::move(input)));
     auto stream = group->stream;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -176,9 +181,24 @@ void Engine::abort(RequestId id) {
 }
 
 std::vector<Result<RequestOutput>> Engine::generate(std::vector<GenerationInput> inputs) {
+    // All valid inputs enter the inbox in one critical section so the step thread admits them in the same step.
     std::vector<Result<std::shared_ptr<OutputStream>>> streams;
+    std::vector<std::shared_ptr<RequestGroup>> groups;
     streams.reserve(inputs.size());
-    for (auto& input : inputs) streams.push_back(submit(std::move(input)));
+    for (auto& input : inputs) {
+        auto group = prepare(std::move(input));
+        if (!group) {
+            streams.push_back(group.status());
+            continue;
+        }
+        streams.push_back((*group)->stream);
+        groups.push_back(std::move(*group));
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& group : groups) inbox_.push_back(std::move(group));
+    }
+    wake_.notify_all();
     std::vector<Result<RequestOutput>> outputs;
     for (auto& stream : streams) {
         if (!stream) {

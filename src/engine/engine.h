@@ -68,6 +68,8 @@ public:
 private:
     struct SampleState;
     struct RequestGroup;
+    // Validates and tokenizes an input into a group that is not yet visible to the step thread.
+    Result<std::shared_ptr<RequestGroup>> prepare(GenerationInput input);
 
     Engine() = default;
     void step_loop();
