@@ -12,6 +12,9 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"LlamaForCausalLM", &archs::llama},
         {"MistralForCausalLM", &archs::mistral},
         {"Qwen2ForCausalLM", &archs::qwen2},
+        // MoE
+        {"MixtralForCausalLM", &archs::mixtral},
+        {"Qwen2MoeForCausalLM", &archs::qwen2_moe},
     };
     return table;
 }

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "kernels/ops.h"
 #include "model/model_config.h"
+#include "model/moe_spec.h"
 
 namespace taco {
 
@@ -45,6 +46,8 @@ struct ArchSpec {
     WeightNames names;
     // Checkpoint tensors that carry no weights (e.g. old "rotary_emb.inv_freq" buffers): suffixes.
     std::vector<std::string> ignored_tensor_suffixes = {"rotary_emb.inv_freq"};
+    // MoE
+    MoeSpec moe;  // moe.num_experts 0: every layer has the dense MLP
 };
 
 // The activation named by config.json's `hidden_act`, or an error naming it.

@@ -61,6 +61,17 @@ public:
         return w;
     }
 
+    // MoE: what MoeBlock::bind reads through.
+    MoeWeightSource moe_source() {
+        MoeWeightSource source;
+        source.contains = [this](const std::string& name) { return checkpoint_.contains(name); };
+        source.matrix = [this](const std::string& name, int64_t rows, int64_t cols) {
+            return matrix(name, rows, cols);
+        };
+        source.tensor = [this](const std::string& name) { return fetch(name); };
+        return source;
+    }
+
     // Every checkpoint tensor must have been used (or be one the architecture ignores).
     Status check_all_used() const {
         std::vector<std::string> unused;
@@ -132,11 +143,18 @@ Status Decoder::bind_weights() {
         TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.qkv_bias));
         TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.qkv_bias));
         TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.o_bias));
-        TACO_ASSIGN_OR_RETURN(w.gate,
-                              binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
-        TACO_ASSIGN_OR_RETURN(w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
-        TACO_ASSIGN_OR_RETURN(w.down,
-                              binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
+        if (spec_.moe.is_sparse(l)) {
+            TACO_ASSIGN_OR_RETURN(MoeBlock moe,
+                                  MoeBlock::bind(spec_.moe, l, c.hidden_size, spec_.activation, binder.moe_source()));
+            w.moe = std::make_shared<const MoeBlock>(std::move(moe));
+        } else {
+            TACO_ASSIGN_OR_RETURN(w.gate,
+                                  binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+            TACO_ASSIGN_OR_RETURN(w.up,
+                                  binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+            TACO_ASSIGN_OR_RETURN(w.down,
+                                  binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
+        }
         bool sliding = spec_.uses_sliding_window && c.layer_types[size_t(l)] == LayerAttention::kSliding;
         w.sliding_window = sliding ? int(c.sliding_window) : 0;
     }
@@ -181,6 +199,7 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
 }
 
 void Decoder::mlp_block(const DecoderLayerWeights& w, const TensorView& x, const TensorView& out) {
+    if (w.moe) return w.moe->forward(x, out);
     const int64_t t = x.shape[0];
     Tensor gate = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
     Tensor up = Tensor::empty({t, config_.intermediate_size}, DType::kF32);

@@ -13,6 +13,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_cache_tensors.h"
 #include "model/model_config.h"
+#include "model/moe_block.h"
 #include "model/rotary_tables.h"
 
 namespace taco {
@@ -30,6 +31,8 @@ struct DecoderLayerWeights {
         o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
     int sliding_window = 0;        // 0: full attention on this layer
+    // MoE
+    std::shared_ptr<const MoeBlock> moe;  // set on sparse layers, which have no dense gate/up/down
 };
 
 class Decoder {

@@ -63,6 +63,15 @@ struct ModelConfig {
     std::optional<DType> dtype;  // torch_dtype / dtype as saved
     GenerationDefaults generation;
     nlohmann::json raw;  // the whole config.json, for architecture-specific keys
+    // MoE
+    int64_t num_experts = 0;  // num_local_experts (Mixtral, PhiMoE) or num_experts (Qwen MoE); 0: dense
+    int64_t num_experts_per_tok = 0;
+    int64_t moe_intermediate_size = 0;  // Qwen MoE: per expert (Mixtral and PhiMoE use intermediate_size)
+    int64_t shared_expert_intermediate_size = 0;
+    std::optional<bool> norm_topk_prob;         // absent: the family's default
+    int64_t decoder_sparse_step = 1;            // Qwen MoE: layer l is sparse when (l + 1) % step == 0 ...
+    std::vector<int32_t> mlp_only_layers;       // ... and l is not listed here
+    std::optional<double> router_jitter_noise;  // PhiMoE: sparsemixer's epsilon (absent: 0.01)
 
     // Reads DIR/config.json and, if present, DIR/generation_config.json.
     static Result<ModelConfig> load_dir(const std::string& dir);
