@@ -28,7 +28,10 @@ constexpr std::array<TorchScalarType, 14> kTorchTypes = {{
 constexpr TorchScalarType kUntypedStorage = {"UntypedStorage", "", 1, DType::kU8};
 
 // A crafted pickle could ask for billions of tiny objects; real state dicts need about 20 per tensor.
-constexpr size_t kMaxValues = size_t(1) << 25;
+constexpr size_t kMaxValues = size_t(1) << 22;
+// Bounds the copies REDUCE makes, so a memoized huge tuple reused many times cannot cost quadratic time.
+constexpr size_t kMaxArgs = 8;
+constexpr size_t kMaxDimsInPickle = 64;
 constexpr size_t kMaxGlobalNameBytes = 256;
 
 enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
@@ -359,6 +362,9 @@ Status Machine::global(const std::string& module, const std::string& name) {
 Status Machine::reduce() {
     TACO_ASSIGN_OR_RETURN(uint32_t args_id, pop_kind(Kind::kTuple, "REDUCE arguments"));
     TACO_ASSIGN_OR_RETURN(uint32_t callable_id, pop_kind(Kind::kGlobal, "REDUCE callable"));
+    if (values_[args_id].items.size() > kMaxArgs) {
+        return error("'{}' called with {} arguments", values_[callable_id].text, values_[args_id].items.size());
+    }
     const std::vector<uint32_t> args = values_[args_id].items;  // a copy: pushes below may reallocate values_
     const Value& callable = values_[callable_id];
     switch (callable.callable) {
@@ -408,6 +414,7 @@ Status Machine::persistent_id() {
 Result<std::vector<int64_t>> Machine::int_tuple(uint32_t id, const char* what) {
     const Value& tuple = values_[id];
     if (tuple.kind != Kind::kTuple) return error("{} is a {}, not a tuple", what, kind_name(tuple.kind));
+    if (tuple.items.size() > kMaxDimsInPickle) return error("{} has {} dims", what, tuple.items.size());
     std::vector<int64_t> out;
     for (uint32_t item : tuple.items) {
         if (values_[item].kind != Kind::kInt || values_[item].integer < 0) {
