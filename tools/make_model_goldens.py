@@ -396,11 +396,20 @@ def rope_record(model, config):
     scaling = getattr(config, "rope_scaling", None) or {}
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
     tables = rotary_tables(model)
-    if not tables:
+    # Learned positions or ALiBi (Falcon builds a rotary module even when alibi is on; it is unused then).
+    if getattr(config, "alibi", False) or config.model_type in ("gpt2", "gpt_bigcode", "opt", "bloom"):
         return {"rope_type": "none", "inv_freq": [], "attention_scaling": 1.0}
-    name, rotary = tables[0]
-    record = {"rope_type": rope_type, "inv_freq": [float(v) for v in rotary.inv_freq.float().tolist()],
-              "attention_scaling": float(getattr(rotary, "attention_scaling", 1.0))}
+    if tables:
+        _, rotary = tables[0]
+        inv_freq, attention_scaling = rotary.inv_freq, getattr(rotary, "attention_scaling", 1.0)
+    elif config.model_type == "gptj":  # a precomputed sin/cos table of rotary_dim, theta 10000
+        dim = config.rotary_dim
+        inv_freq, attention_scaling = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)), 1.0
+    else:  # computed on the fly in forward (PhiMoE)
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        inv_freq, attention_scaling = ROPE_INIT_FUNCTIONS[rope_type](config, "cpu")
+    record = {"rope_type": rope_type, "inv_freq": [float(v) for v in inv_freq.float().tolist()],
+              "attention_scaling": float(attention_scaling)}
     for other_name, other in tables[1:]:
         if "local" in other_name:
             record["inv_freq_local"] = [float(v) for v in other.inv_freq.float().tolist()]
@@ -438,9 +447,14 @@ def run_reference(model, prompt_ids, max_new_tokens=kMaxNewTokens):
     attention_mask = torch.ones_like(input_ids)
     with torch.no_grad():
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[0, -1].float()
+        # The model's own cache kind (Gemma2/3: "hybrid", windowed caches for the sliding layers); the generation
+        # config saved with the model does not carry it, and 4.51's eager Gemma2/3 need it once past the window.
+        cache = {}
+        if getattr(model.config, "cache_implementation", None):
+            cache["cache_implementation"] = model.config.cache_implementation
         out = model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
                              min_new_tokens=max_new_tokens, do_sample=False, output_scores=True,
-                             return_dict_in_generate=True)
+                             return_dict_in_generate=True, **cache)
     greedy = out.sequences[0, len(prompt_ids):].tolist()
     margins = []
     for step_scores in out.scores:
@@ -465,13 +479,35 @@ def find_case(model, base_seed, length, vocab_size):
 
 
 def window_effect(model_dir, case):
-    """Max |logit difference| between the model and the same weights without a sliding window."""
+    """Max |logit difference| between the model and the same weights without a sliding window (Gemma's mask code
+    needs a number: a window longer than any prompt)."""
     dtype_key = "dtype" if kTransformersMajor >= 5 else "torch_dtype"
-    full = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", sliding_window=None,
-                                                **{dtype_key: torch.float32}).eval()
     ids = torch.tensor([case["prompt_ids"]], dtype=torch.long)
-    logits = full(input_ids=ids).logits[0, -1].float()
-    return float((logits - torch.tensor(case["last_logits"])).abs().max())
+    for window in (None, 1 << 20):
+        try:
+            full = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", sliding_window=window,
+                                                        **{dtype_key: torch.float32}).eval()
+            logits = full(input_ids=ids, use_cache=False).logits[0, -1].float()
+            return float((logits - torch.tensor(case["last_logits"])).abs().max())
+        except Exception:
+            if window is not None:
+                raise
+    raise AssertionError("unreachable")
+
+
+def check_uncached_argmax(model, case, eos_token_id):
+    """The greedy ids (decoded with the KV cache) must be the argmax of one uncached forward over prompt + greedy,
+    with eos masked as min_new_tokens masks it: guards against cache bugs of the reference itself."""
+    prompt, greedy = case["prompt_ids"], case["greedy_ids"]
+    ids = torch.tensor([prompt + greedy[:-1]], dtype=torch.long)
+    logits = model(input_ids=ids, use_cache=False).logits[0, len(prompt) - 1:].float()
+    for eos in (eos_token_id if isinstance(eos_token_id, list) else [eos_token_id]):
+        logits[:, eos] = float("-inf")
+    uncached = logits.argmax(-1).tolist()
+    if uncached != greedy:
+        first = next(i for i, (a, b) in enumerate(zip(uncached, greedy)) if a != b)
+        raise RuntimeError(f"cached greedy ids differ from the uncached argmax at step {first} "
+                           f"(prompt of {len(prompt)} tokens)")
 
 
 def transformers_source():
@@ -547,6 +583,7 @@ def make_model(name, spec, out_root):
     cases = []
     for index, length in enumerate(spec["prompt_lengths"]):
         cases.append(find_case(model, spec["seed"] * 1000 + index * 100, length, vocab))
+        check_uncached_argmax(model, cases[-1], fields["eos_token_id"])
     if fields.get("sliding_window"):
         try:
             effect = f"{window_effect(model_dir, cases[-1]):.4g}"

@@ -3,7 +3,8 @@
 Implements the calls transformers makes: safetensors.safe_open (keys, metadata, get_tensor, get_slice with
 get_dtype/get_shape/[...] indexing), safetensors.torch.{load_file, save_file, storage_ptr, storage_size, load,
 save, load_model, save_model}. Format: u64 little-endian header length, JSON header
-{name: {dtype, shape, data_offsets}, "__metadata__"}, then the raw little-endian tensor bytes. setup_reference_env.sh installs this file as safetensors/{__init__,torch}.py.
+{name: {dtype, shape, data_offsets}, "__metadata__"}, then the raw little-endian tensor bytes.
+setup_reference_env.sh installs this file as safetensors/torch.py.
 """
 
 import json

@@ -50,6 +50,12 @@ def _patch():
             setattr(torch, name, _placeholder_class(name)())
 
     _add_load_state_dict_assign()
+    _add_layer_norm_bias()
+
+    # torch._dynamo (torch 2.0): the static caches mark their tensors for the compiler; nothing compiles here.
+    if not hasattr(torch, "_dynamo"):
+        _add_module("torch._dynamo", mark_static_address=lambda *args, **kwargs: None,
+                    reset=lambda: None, is_compiling=lambda: False, config=types.SimpleNamespace())
 
     # torch 1.13's FSDP package does not import under python 3.11 (a dataclass with a mutable default); transformers
     # imports it only to ask whether a module is FSDP-wrapped, which no oracle module is.
@@ -59,6 +65,23 @@ def _patch():
         for name in [m for m in sys.modules if m.startswith("torch.distributed.fsdp")]:
             del sys.modules[name]
         _add_module("torch.distributed.fsdp", FullyShardedDataParallel=_placeholder_class("FullyShardedDataParallel"))
+
+
+def _add_layer_norm_bias():
+    """LayerNorm(normalized_shape, eps, elementwise_affine, bias, device, dtype) (torch 2.1 added bias): bias=False
+    leaves the module without a bias parameter, which F.layer_norm takes as no bias."""
+    import inspect
+
+    original = torch.nn.LayerNorm.__init__
+    if "bias" in inspect.signature(original).parameters:
+        return
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        original(self, normalized_shape, eps, elementwise_affine, device=device, dtype=dtype)
+        if elementwise_affine and not bias:
+            self.bias = None  # assigning None to a registered parameter unregisters its tensor
+
+    torch.nn.LayerNorm.__init__ = __init__
 
 
 def _add_load_state_dict_assign():

@@ -15,7 +15,7 @@ import torch
 import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from make_model_goldens import load_fp32  # noqa: E402  (translates 5.x rope_parameters configs on 4.x)
+from make_model_goldens import load_fp32, run_reference  # noqa: E402  (load_fp32 reads 5.x configs on 4.x too)
 
 
 def main():
@@ -33,13 +33,9 @@ def main():
         worst = 0.0
         greedy_ok = True
         for case in golden["cases"]:
-            ids = torch.tensor([case["prompt_ids"]], dtype=torch.long)
-            mask = torch.ones_like(ids)
-            logits = model(input_ids=ids, attention_mask=mask).logits[0, -1].float()
-            worst = max(worst, float((logits - torch.tensor(case["last_logits"])).abs().max()))
-            n = len(case["greedy_ids"])
-            out = model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False)
-            greedy_ok &= out[0, ids.shape[1]:].tolist() == case["greedy_ids"]
+            logits, greedy, _ = run_reference(model, case["prompt_ids"], len(case["greedy_ids"]))
+            worst = max(worst, float((torch.tensor(logits) - torch.tensor(case["last_logits"])).abs().max()))
+            greedy_ok &= greedy == case["greedy_ids"]
         good = worst <= args.tol and greedy_ok
         ok &= good
         same = "same" if greedy_ok else "DIFF"
