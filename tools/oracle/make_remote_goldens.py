@@ -4,6 +4,8 @@
 The published modeling code is run unchanged from a public snapshot outside the repository (never committed):
   InternLM (v1): InternLM/InternLM at aaaf4d7, tools/transformers/{modeling,configuration}_internlm.py, copied to
   /work/oracle/remote/internlm/ (see /work/helper_notes/ORACLE.md).
+  ChatGLM3 (ChatGLMModel): THUDM/ChatGLM3 at b0b4e8a, model/{modeling,configuration}_chatglm.py, copied to
+  /work/oracle/remote/chatglm3/.
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -39,17 +41,51 @@ REMOTE_SPECS = {
                     num_attention_heads=4, max_position_embeddings=128, initializer_range=0.1, rms_norm_eps=1e-6,
                     pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False, bias=True),
         prompt_lengths=[7, 40, 90]),
+    "chatglm3": dict(
+        # ChatGLM2/3-6B shape: fused query_key_value with bias over 2 kv groups, rotary on half of each head
+        # (interleaved pairs, original_rope), SwiGLU dense_h_to_4h, RMSNorm, untied output_layer. The published
+        # config names the architecture ChatGLMModel; transformers builds ChatGLMForConditionalGeneration.
+        code_dir="chatglm3", config_module="configuration_chatglm", config_class="ChatGLMConfig",
+        model_module="modeling_chatglm", model_class="ChatGLMForConditionalGeneration", seed=7002,
+        model_kwargs={"empty_init": False}, init_std=0.1, architectures=["ChatGLMModel"],
+        source="THUDM/ChatGLM3@b0b4e8a model",
+        auto_map={"AutoConfig": "configuration_chatglm.ChatGLMConfig",
+                  "AutoModel": "modeling_chatglm.ChatGLMForConditionalGeneration",
+                  "AutoModelForCausalLM": "modeling_chatglm.ChatGLMForConditionalGeneration",
+                  "AutoModelForSeq2SeqLM": "modeling_chatglm.ChatGLMForConditionalGeneration"},
+        fields=dict(num_layers=2, padded_vocab_size=512, hidden_size=64, ffn_hidden_size=128, kv_channels=16,
+                    num_attention_heads=4, seq_length=128, layernorm_epsilon=1e-5, rmsnorm=True,
+                    apply_residual_connection_post_layernorm=False, post_layer_norm=True, add_bias_linear=False,
+                    add_qkv_bias=True, multi_query_attention=True, multi_query_group_num=2,
+                    apply_query_key_layer_scaling=True, attention_softmax_in_fp32=True, original_rope=True,
+                    fp32_residual_connection=False, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                    tie_word_embeddings=False),
+        rotary_dim=8, prompt_lengths=[7, 40, 90]),
 }
 
 
 def load_classes(spec):
+    """Imports the remote code as the package <code_dir> (relative imports, as transformers' dynamic modules do)
+    with its folder also on sys.path (absolute imports of sibling files, as older remote code has)."""
     code_dir = os.path.join(kRemoteRoot, spec["code_dir"])
     if not os.path.isdir(code_dir):
         raise RuntimeError(f"remote code folder {code_dir} is missing (see ORACLE.md)")
-    sys.path.insert(0, code_dir)
-    config_class = getattr(importlib.import_module(spec["config_module"]), spec["config_class"])
-    model_class = getattr(importlib.import_module(spec["model_module"]), spec["model_class"])
+    for path in (kRemoteRoot, code_dir):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    package = spec["code_dir"]
+    config_class = getattr(importlib.import_module(f"{package}.{spec['config_module']}"), spec["config_class"])
+    model_class = getattr(importlib.import_module(f"{package}.{spec['model_module']}"), spec["model_class"])
     return config_class, model_class
+
+
+def init_normal(model, std):
+    """Matrices ~ N(0, std) (remote code that leaves its weights uninitialised or at unit-scale embeddings)."""
+    gen = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for _, param in model.named_parameters():
+            if param.dim() >= 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * std)
 
 
 def uncached_greedy(model, prompt_ids, eos_ids, steps=mmg.kMaxNewTokens):
@@ -79,19 +115,29 @@ def make(name, spec, out_root):
     os.makedirs(model_dir)
 
     torch.manual_seed(spec["seed"])
-    saved = model_class(config)
+    saved = model_class(config, **spec.get("model_kwargs", {}))
+    if spec.get("init_std"):
+        init_normal(saved, spec["init_std"])
     mmg.randomize_non_matrix_params(saved, spec["seed"])
     saved = saved.to(torch.bfloat16).eval()
     mmg.save_model(saved, model_dir, fields["eos_token_id"])
+    if spec.get("architectures"):
+        config_path = os.path.join(model_dir, "config.json")
+        with open(config_path) as f:
+            saved_config = json.load(f)
+        saved_config["architectures"] = spec["architectures"]
+        with open(config_path, "w") as f:
+            json.dump(saved_config, f, indent=2, sort_keys=True)
+            f.write("\n")
     weight_bytes = mmg.folder_bytes(model_dir, lambda f: f.endswith(".safetensors"))
     if weight_bytes > mmg.kMaxWeightBytes:
         raise RuntimeError(f"{name}: weights take {weight_bytes} bytes, limit {mmg.kMaxWeightBytes}")
 
-    model = model_class.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    model = model_class.from_pretrained(model_dir, torch_dtype=torch.float32, **spec.get("model_kwargs", {})).eval()
     mmg.check_reload_matches(saved, model, model_dir)
-    head_dim = fields["hidden_size"] // fields["num_attention_heads"]
-    # The sin/cos tables are built at construction from this fp32 formula (theta 10000); the checkpoint's
-    # rotary_emb.inv_freq buffers (bf16 copies) are not what the forward uses.
+    head_dim = spec.get("rotary_dim", fields["hidden_size"] // fields["num_attention_heads"])
+    # The sin/cos tables are built from this fp32 formula (theta 10000, over rotary_dim); the checkpoint's
+    # inv_freq buffers (bf16 copies) are not what the forward uses.
     inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
 
     eos = fields["eos_token_id"] if isinstance(fields["eos_token_id"], list) else [fields["eos_token_id"]]
@@ -99,7 +145,7 @@ def make(name, spec, out_root):
     for index, length in enumerate(spec["prompt_lengths"]):
         for attempt in range(mmg.kMaxTries):
             seed = spec["seed"] * 1000 + index * 100 + attempt
-            prompt = mmg.random_prompt(seed, length, fields["vocab_size"])
+            prompt = mmg.random_prompt(seed, length, config.vocab_size)
             last_logits, greedy, margins = uncached_greedy(model, prompt, eos)
             if min(margins) >= mmg.kMinMargin:
                 cases.append({"prompt_ids": prompt, "last_logits": last_logits, "greedy_ids": greedy,
