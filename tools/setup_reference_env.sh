@@ -54,6 +54,11 @@ mkdir -p "$site/tokenizers"
 for sub in __init__ decoders normalizers pre_tokenizers processors models trainers; do
     cp "$here/oracle/tokenizers_stub.py" "$site/tokenizers/$sub.py"
 done
+# xformers: Baichuan-7B's published modeling code imports it at module level for its training-only attention path.
+mkdir -p "$site/xformers"
+for sub in __init__ ops; do
+    cp "$here/oracle/tokenizers_stub.py" "$site/xformers/$sub.py"
+done
 cp "$here/oracle/torch_compat.py" "$site/sitecustomize.py"
 
 # importlib.metadata version records for transformers' import-time dependency checks.

@@ -6,6 +6,8 @@ The published modeling code is run unchanged from a public snapshot outside the 
   /work/oracle/remote/internlm/ (see /work/helper_notes/ORACLE.md).
   ChatGLM3 (ChatGLMModel): THUDM/ChatGLM3 at b0b4e8a, model/{modeling,configuration}_chatglm.py, copied to
   /work/oracle/remote/chatglm3/.
+  Baichuan-7B (BaiChuanForCausalLM): baichuan-inc/Baichuan-7B at 5a39915, models/{modeling,configuration}_baichuan.py,
+  copied to /work/oracle/remote/baichuan7b/ (its xformers import is for training only; the oracle stubs it).
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -61,6 +63,17 @@ REMOTE_SPECS = {
                     fp32_residual_connection=False, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                     tie_word_embeddings=False),
         rotary_dim=8, prompt_lengths=[7, 40, 90]),
+    "baichuan": dict(
+        # Baichuan-7B shape: Llama with q/k/v fused into one W_pack projection, rope theta 10000.
+        code_dir="baichuan7b", config_module="configuration_baichuan", config_class="BaiChuanConfig",
+        model_module="modeling_baichuan", model_class="BaiChuanForCausalLM", seed=7003,
+        source="baichuan-inc/Baichuan-7B@5a39915 models",
+        auto_map={"AutoConfig": "configuration_baichuan.BaiChuanConfig",
+                  "AutoModelForCausalLM": "modeling_baichuan.BaiChuanForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, max_position_embeddings=128, initializer_range=0.1, rms_norm_eps=1e-6,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False),
+        prompt_lengths=[7, 40, 90]),
 }
 
 
