@@ -3,6 +3,7 @@
 // model/archs/ returning its ArchSpec, plus one line in arch_registry.cc, plus one golden test.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ struct WeightNames {
     std::string gate_proj = "model.layers.{}.mlp.gate_proj";
     std::string up_proj = "model.layers.{}.mlp.up_proj";
     std::string down_proj = "model.layers.{}.mlp.down_proj";
+    // Llama-style families (g-llama). Norm names end in ".weight"; a norm's bias is the same name with ".bias".
+    std::string pre_feedforward_norm = "model.layers.{}.pre_feedforward_layernorm.weight";    // sandwich norms
+    std::string post_feedforward_norm = "model.layers.{}.post_feedforward_layernorm.weight";  // sandwich norms
+    // Per-head q/k norms; "{h}" stands for the head index when ArchSpec::qk_norm_per_head.
+    std::string q_norm = "model.layers.{}.self_attn.q_norm.weight";
+    std::string k_norm = "model.layers.{}.self_attn.k_norm.weight";
+    std::string qkv_proj = "model.layers.{}.self_attn.qkv_proj";    // fused_qkv: rows [q | k | v]
+    std::string gate_up_proj = "model.layers.{}.mlp.gate_up_proj";  // fused_gate_up: rows [gate | up]
 };
 
 struct ArchSpec {
@@ -46,6 +55,23 @@ struct ArchSpec {
     WeightNames names;
     // Checkpoint tensors that carry no weights (e.g. old "rotary_emb.inv_freq" buffers): suffixes.
     std::vector<std::string> ignored_tensor_suffixes = {"rotary_emb.inv_freq"};
+
+    // Llama-style families (g-llama). Defaults keep the families above unchanged.
+    std::optional<double> norm_eps;           // else config.rms_norm_eps (layer_norm_eps, norm_epsilon, ... differ)
+    bool norm_bias = false;                   // LayerNorm with a bias (StableLM, Starcoder2, Nemotron)
+    bool scale_embeddings = false;            // embeddings x sqrt(hidden) in fp32 (Gemma)
+    float attention_scale = 0.0f;             // 0: 1 / sqrt(head_dim); Gemma2/3: query_pre_attn_scalar^-0.5
+    float attn_logit_softcap = 0.0f;          // 0: none (Gemma2)
+    float final_logit_softcap = 0.0f;         // 0: none; logits = cap * tanh(logits / cap) (Gemma2)
+    bool sandwich_norms = false;              // Gemma2/3: post_attention_norm on the attention output, then
+                                              // pre_feedforward_norm before and post_feedforward_norm after the MLP
+    bool qk_norm = false;                     // norm over head_dim of each q/k head before rotary (Qwen3, Gemma3)
+    bool qk_norm_per_head = false;            // one weight vector per head (StableLM); else one shared [head_dim]
+    bool gated_mlp = true;                    // false: down(act(up(x))) (Starcoder2 c_fc/c_proj, Nemotron)
+    bool parallel_residual = false;           // x + attn(norm(x)) + mlp(norm(x)), one norm (StableLM)
+    bool fused_qkv = false;                   // one qkv_proj tensor split at load (Phi3)
+    bool fused_gate_up = false;               // one gate_up_proj tensor split at load (Phi3)
+    std::vector<LayerAttention> layer_types;  // when set, overrides config.layer_types (Gemma2/3 4.x configs)
     // MoE
     MoeSpec moe;  // moe.num_experts 0: every layer has the dense MLP
 };

@@ -31,6 +31,12 @@ struct DecoderLayerWeights {
         o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
     int sliding_window = 0;        // 0: full attention on this layer
+
+    // Llama-style families (g-llama)
+    Tensor input_norm_bias, post_attention_norm_bias;    // [hidden] f32 when ArchSpec::norm_bias
+    Tensor pre_feedforward_norm, post_feedforward_norm;  // [hidden] f32 when ArchSpec::sandwich_norms
+    Tensor q_norm, k_norm;      // [head_dim] f32; [heads | kv_heads, head_dim] when ArchSpec::qk_norm_per_head
+    bool local_rotary = false;  // a sliding layer of a model with its own local rope (Gemma3)
     // MoE
     std::shared_ptr<const MoeBlock> moe;  // set on sparse layers, which have no dense gate/up/down
 };
@@ -54,7 +60,9 @@ private:
     void attention_block(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
                          KvCacheTensors& kv, const TensorView& x, const TensorView& out);
     void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
-    void norm(const TensorView& x, const Tensor& weight, const TensorView& out) const;
+    void norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const;
+    void qk_norm(const Tensor& weight, const TensorView& x) const;  // x: [T, heads, head_dim], in place
+    void apply_rotary(const DecoderLayerWeights& layer, const ForwardBatch& batch, const TensorView& x) const;
 
     ModelConfig config_;
     ArchSpec spec_;
@@ -64,6 +72,10 @@ private:
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
     std::unique_ptr<RotaryTables> rotary_;
+    // Llama-style families (g-llama)
+    Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
+    std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
+    std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
 };
 
 }  // namespace taco

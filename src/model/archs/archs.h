@@ -8,6 +8,19 @@ namespace taco::archs {
 Result<ArchSpec> llama(const ModelConfig& config);
 Result<ArchSpec> mistral(const ModelConfig& config);
 Result<ArchSpec> qwen2(const ModelConfig& config);
+Result<ArchSpec> gemma(const ModelConfig& config);
+Result<ArchSpec> gemma2(const ModelConfig& config);
+Result<ArchSpec> gemma3(const ModelConfig& config);
+Result<ArchSpec> qwen3(const ModelConfig& config);
+Result<ArchSpec> phi3(const ModelConfig& config);
+Result<ArchSpec> stablelm(const ModelConfig& config);
+Result<ArchSpec> starcoder2(const ModelConfig& config);
+Result<ArchSpec> nemotron(const ModelConfig& config);
+
+// Shared by the Gemma builders.
+Result<ops::Activation> gemma_activation(const ModelConfig& config);
+// Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
+std::vector<LayerAttention> sliding_pattern_layers(const ModelConfig& config, int64_t pattern);
 // MoE
 Result<ArchSpec> mixtral(const ModelConfig& config);
 Result<ArchSpec> qwen2_moe(const ModelConfig& config);
