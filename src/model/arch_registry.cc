@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         // MoE
         {"MixtralForCausalLM", &archs::mixtral},
         {"Qwen2MoeForCausalLM", &archs::qwen2_moe},
+        {"Qwen3MoeForCausalLM", &archs::qwen3_moe},
         // clang-format on
     };
     return table;
