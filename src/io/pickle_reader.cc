@@ -90,18 +90,32 @@ Value make_record(Kind kind, size_t record) {
 
 class Machine {
 public:
-    Machine(const std::string& label, std::span<const uint8_t> bytes) : label_(label), bytes_(bytes) {}
+    // Runs one pickle starting at `start`; `what` names it in errors ("data.pkl").
+    Machine(const std::string& label, std::string_view what, std::span<const uint8_t> bytes, size_t start = 0)
+        : label_(label), what_(what), bytes_(bytes), pos_(start) {}
 
-    Result<std::vector<TorchTensorRecord>> run() {
+    Status run() {
         Status status = execute();
-        if (!status.is_ok()) return status.with_context(fmt::format("{}: data.pkl offset {}", label_, op_pos_));
-        return state_dict();
+        if (!status.is_ok()) return status.with_context(fmt::format("{}: {} offset {}", label_, what_, op_pos_));
+        return Status::ok();
+    }
+    size_t end() const { return pos_; }  // just past STOP
+    const Value& root() const { return values_[*result_]; }
+    Result<std::vector<TorchTensorRecord>> state_dict();
+    Result<std::vector<std::string>> string_list();
+    // The value of `key` in a root dict with str keys, or null.
+    const Value* root_item(std::string_view key) const {
+        if (root().kind != Kind::kDict) return nullptr;
+        for (size_t i = 0; i < root().items.size(); i += 2) {
+            const Value& k = values_[root().items[i]];
+            if (k.kind == Kind::kString && k.text == key) return &values_[root().items[i + 1]];
+        }
+        return nullptr;
     }
 
 private:
     Status execute();
     Status step(uint8_t op);
-    Result<std::vector<TorchTensorRecord>> state_dict();
 
     // --- reading the byte stream
     Result<uint64_t> read_le(size_t n) {
@@ -183,6 +197,7 @@ private:
     Result<std::vector<int64_t>> int_tuple(uint32_t id, const char* what);
 
     const std::string& label_;
+    std::string_view what_;
     std::span<const uint8_t> bytes_;
     size_t pos_ = 0;
     size_t op_pos_ = 0;
@@ -393,8 +408,12 @@ Status Machine::reduce() {
 Status Machine::persistent_id() {
     TACO_ASSIGN_OR_RETURN(uint32_t pid, pop_kind(Kind::kTuple, "persistent id"));
     const std::vector<uint32_t>& f = values_[pid].items;
-    if (f.size() != 5 || values_[f[0]].kind != Kind::kString || values_[f[0]].text != "storage") {
+    if (f.size() < 5 || f.size() > 6 || values_[f[0]].kind != Kind::kString || values_[f[0]].text != "storage") {
         return error("persistent id is not ('storage', type, key, location, numel)");
+    }
+    // The legacy format adds view_metadata, a tuple only for storages that view others (torch < 0.4).
+    if (f.size() == 6 && values_[f[5]].kind != Kind::kNone) {
+        return error("persistent id describes a storage view (torch < 0.4), which is not supported");
     }
     const Value& type = values_[f[1]];
     const Value& key = values_[f[2]];
@@ -472,7 +491,7 @@ Result<TorchTensorRecord> Machine::rebuild_tensor(const std::vector<uint32_t>& a
 Result<std::vector<TorchTensorRecord>> Machine::state_dict() {
     const Value& root = values_[*result_];
     if (root.kind != Kind::kDict) {
-        return error("{}: data.pkl holds a {}, not a state dict (a dict of tensors)", label_, kind_name(root.kind));
+        return error("{}: {} holds a {}, not a state dict (a dict of tensors)", label_, what_, kind_name(root.kind));
     }
     std::vector<TorchTensorRecord> records;
     std::set<std::string> names;
@@ -490,6 +509,19 @@ Result<std::vector<TorchTensorRecord>> Machine::state_dict() {
         records.push_back(std::move(record));
     }
     return records;
+}
+
+Result<std::vector<std::string>> Machine::string_list() {
+    const Value& root = values_[*result_];
+    if (root.kind != Kind::kList) return error("{}: {} holds a {}, not a list", label_, what_, kind_name(root.kind));
+    std::vector<std::string> out;
+    for (uint32_t item : root.items) {
+        if (values_[item].kind != Kind::kString) {
+            return error("{}: {} holds a {}, not a str", label_, what_, kind_name(values_[item].kind));
+        }
+        out.push_back(values_[item].text);
+    }
+    return out;
 }
 
 }  // namespace
@@ -511,7 +543,37 @@ const TorchScalarType* torch_type_by_dtype_name(std::string_view name) {
 
 Result<std::vector<TorchTensorRecord>> read_torch_state_dict(const std::string& label,
                                                              std::span<const uint8_t> pickle) {
-    return Machine(label, pickle).run();
+    Machine machine(label, "data.pkl", pickle);
+    TACO_RETURN_IF_ERROR(machine.run());
+    return machine.state_dict();
+}
+
+Result<TorchLegacyPickles> read_torch_legacy_pickles(const std::string& label, std::span<const uint8_t> bytes) {
+    // PROTO 2, LONG1 of 10 bytes (torch's magic number 0x1950a86a20f9469cfc6c), STOP.
+    constexpr std::string_view kMagic("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e", 15);
+    if (bytes.size() < kMagic.size() || std::memcmp(bytes.data(), kMagic.data(), kMagic.size()) != 0) {
+        return error("{}: not a legacy torch.save file (no magic number)", label);
+    }
+    Machine version(label, "protocol version pickle", bytes, kMagic.size());
+    TACO_RETURN_IF_ERROR(version.run());
+    if (version.root().kind != Kind::kInt || version.root().integer != 1001) {
+        return error("{}: legacy protocol version is not 1001", label);
+    }
+    Machine sys_info(label, "sys_info pickle", bytes, version.end());
+    TACO_RETURN_IF_ERROR(sys_info.run());
+    const Value* little_endian = sys_info.root_item("little_endian");
+    if (little_endian == nullptr || little_endian->kind != Kind::kBool || little_endian->integer != 1) {
+        return error("{}: sys_info does not say little_endian=True (big-endian checkpoints are not supported)", label);
+    }
+    Machine main(label, "state dict pickle", bytes, sys_info.end());
+    TACO_RETURN_IF_ERROR(main.run());
+    TorchLegacyPickles out;
+    TACO_ASSIGN_OR_RETURN(out.records, main.state_dict());
+    Machine keys(label, "storage key pickle", bytes, main.end());
+    TACO_RETURN_IF_ERROR(keys.run());
+    TACO_ASSIGN_OR_RETURN(out.storage_keys, keys.string_list());
+    out.data_offset = keys.end();
+    return out;
 }
 
 }  // namespace taco
