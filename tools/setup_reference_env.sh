@@ -14,11 +14,13 @@
 #   ACCELERATE_GIT_DIR    a git dir of accelerate (transformers 4.51 loads checkpoints through it), e.g.
 #                         /work/.mirror/huggingface+accelerate/repo
 #   ACCELERATE_TAG        e.g. v1.0.1 (the last line that still supports torch 1.x)
+# Optional, for the remote-code families (tools/oracle/make_remote_goldens.py): EINOPS_GIT_DIR=<git dir of
+# arogozhnikov/einops> (tag v0.7.0 is used; Qwen v1's modeling code needs einops, Debian 12 has no package).
 # Then: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/make_model_goldens.py ...
 #   (/usr/bin/python3: the Debian python that python3-torch is installed for)
 set -euo pipefail
 if [ $# -lt 6 ]; then
-    sed -n 2,17p "$0"
+    sed -n 2,20p "$0"
     exit 2
 fi
 tf_git=$1
@@ -54,6 +56,11 @@ mkdir -p "$site/tokenizers"
 for sub in __init__ decoders normalizers pre_tokenizers processors models trainers; do
     cp "$here/oracle/tokenizers_stub.py" "$site/tokenizers/$sub.py"
 done
+if [ -n "${EINOPS_GIT_DIR:-}" ]; then
+    mkdir -p "$oracle/src/einops"
+    git --git-dir="$EINOPS_GIT_DIR" archive v0.7.0 einops | tar -x -C "$oracle/src/einops"
+    ln -s "$oracle/src/einops/einops" "$site/einops"
+fi
 # xformers: Baichuan-7B's published modeling code imports it at module level for its training-only attention path.
 mkdir -p "$site/xformers"
 for sub in __init__ ops; do

@@ -8,6 +8,9 @@ The published modeling code is run unchanged from a public snapshot outside the 
   /work/oracle/remote/chatglm3/.
   Baichuan-7B (BaiChuanForCausalLM): baichuan-inc/Baichuan-7B at 5a39915, models/{modeling,configuration}_baichuan.py,
   copied to /work/oracle/remote/baichuan7b/ (its xformers import is for training only; the oracle stubs it).
+  Qwen (v1, QWenLMHeadModel): the published Qwen/Qwen-7B model repository at d4efd21 (its git history, mirrored
+  as github:zhangningboo/Qwen-7B), {modeling,configuration}_qwen.py, qwen_generation_utils.py, cpp_kernels.py,
+  copied to /work/oracle/remote/qwen/.
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -73,6 +76,22 @@ REMOTE_SPECS = {
         fields=dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                     num_attention_heads=4, max_position_embeddings=128, initializer_range=0.1, rms_norm_eps=1e-6,
                     pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False),
+        prompt_lengths=[7, 40, 90]),
+    "qwen": dict(
+        # Qwen-7B shape: fused c_attn with bias, no other biases, MLP w1/w2 (each intermediate_size / 2) into c_proj,
+        # RMSNorm. use_dynamic_ntk and use_logn_attn are on as published but only act past seq_length (128 here,
+        # longer than every case), so the goldens are plain rope (theta rotary_emb_base).
+        code_dir="qwen", config_module="configuration_qwen", config_class="QWenConfig",
+        model_module="modeling_qwen", model_class="QWenLMHeadModel", seed=7004,
+        source="Qwen/Qwen-7B@d4efd21 (model repository; mirrored as github:zhangningboo/Qwen-7B)",
+        auto_map={"AutoConfig": "configuration_qwen.QWenConfig",
+                  "AutoModelForCausalLM": "modeling_qwen.QWenLMHeadModel"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
+                    num_attention_heads=4, kv_channels=16, max_position_embeddings=128, seq_length=128,
+                    initializer_range=0.1, layer_norm_epsilon=1e-6, rotary_pct=1.0, rotary_emb_base=10000,
+                    use_dynamic_ntk=True, use_logn_attn=True, use_flash_attn=False, no_bias=True,
+                    scale_attn_weights=True, bf16=False, fp16=False, fp32=True, tie_word_embeddings=False,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=0),
         prompt_lengths=[7, 40, 90]),
 }
 
