@@ -5,7 +5,11 @@ with safe_serialization=False), for testing the pytorch_model.bin loader against
 The copy has the source's config.json, generation_config.json and golden.json verbatim and the same tensors as
 its model*.safetensors (checked bit for bit), so the source's goldens hold for it unchanged.
 
-Usage: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/oracle/make_bin_copies.py SRC_DIR DST_DIR [--shard-size 60KB]
+--legacy writes the single pytorch_model.bin with torch.save(..., _use_new_zipfile_serialization=False), the pre-1.6
+stream format (pickled header, pickled state dict, storage keys, then the raw storages) that old checkpoints have.
+
+Usage: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/oracle/make_bin_copies.py SRC_DIR DST_DIR
+           [--shard-size 60KB | --legacy]
 """
 
 import argparse
@@ -34,6 +38,7 @@ def main():
     parser.add_argument("src")
     parser.add_argument("dst")
     parser.add_argument("--shard-size", help="max_shard_size for save_pretrained (gives an index + shards)")
+    parser.add_argument("--legacy", action="store_true", help="pre-1.6 torch.save stream format, one file")
     args = parser.parse_args()
     torch.set_grad_enabled(False)
 
@@ -56,8 +61,15 @@ def main():
             kwargs["max_shard_size"] = args.shard_size
         model.save_pretrained(tmp, **kwargs)
         weights = [f for f in os.listdir(tmp) if f.startswith("pytorch_model")]
-        for fname in weights:
-            shutil.copy(os.path.join(tmp, fname), args.dst)
+        if args.legacy:
+            if weights != ["pytorch_model.bin"]:
+                raise SystemExit(f"--legacy wants one file, save_pretrained wrote {weights}")
+            # The same state dict transformers saved (tied duplicates already dropped), in the old format.
+            saved = torch.load(os.path.join(tmp, "pytorch_model.bin"), weights_only=True)
+            torch.save(saved, os.path.join(args.dst, "pytorch_model.bin"), _use_new_zipfile_serialization=False)
+        else:
+            for fname in weights:
+                shutil.copy(os.path.join(tmp, fname), args.dst)
     for fname in ("config.json", "generation_config.json", "golden.json"):
         shutil.copy(os.path.join(args.src, fname), args.dst)
 
