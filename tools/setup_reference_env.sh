@@ -19,7 +19,7 @@
 # the published modeling code, extracted unchanged to ORACLE_DIR/remote/<name> (never into the repository):
 #   INTERNLM_GIT_DIR (github:InternLM/InternLM), CHATGLM3_GIT_DIR (github:THUDM/ChatGLM3),
 #   BAICHUAN7B_GIT_DIR (github:baichuan-inc/Baichuan-7B), QWEN7B_GIT_DIR (github:zhangningboo/Qwen-7B, a git
-#   mirror of the Qwen/Qwen-7B model repository).
+#   mirror of the Qwen/Qwen-7B model repository), INTERNVL_GIT_DIR (github:OpenGVLab/InternVL: its InternLM2 copy).
 # Then: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/make_model_goldens.py ...
 #   (/usr/bin/python3: the Debian python that python3-torch is installed for)
 set -euo pipefail
@@ -96,6 +96,10 @@ fi
 if [ -n "${QWEN7B_GIT_DIR:-}" ]; then
     remote_code qwen "$QWEN7B_GIT_DIR" d4efd21 modeling_qwen.py configuration_qwen.py qwen_generation_utils.py \
         cpp_kernels.py
+fi
+if [ -n "${INTERNVL_GIT_DIR:-}" ]; then
+    remote_code internlm2 "$INTERNVL_GIT_DIR" f3fc71c internvl_chat/internvl/model/internlm2/modeling_internlm2.py \
+        internvl_chat/internvl/model/internlm2/configuration_internlm2.py
 fi
 
 # importlib.metadata version records for transformers' import-time dependency checks.

@@ -11,6 +11,9 @@ The published modeling code is run unchanged from a public snapshot outside the 
   Qwen (v1, QWenLMHeadModel): the published Qwen/Qwen-7B model repository at d4efd21 (its git history, mirrored
   as github:zhangningboo/Qwen-7B), {modeling,configuration}_qwen.py, qwen_generation_utils.py, cpp_kernels.py,
   copied to /work/oracle/remote/qwen/.
+  InternLM2 (InternLM2ForCausalLM): no InternLM-owned repository publishes it on GitHub; this uses the copy that
+  InternVL's authors (OpenGVLab/InternVL at f3fc71c, internvl_chat/internvl/model/internlm2/) ship for InternVL's
+  language model, eager attention path, copied to /work/oracle/remote/internlm2/.
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -93,6 +96,21 @@ REMOTE_SPECS = {
                     scale_attn_weights=True, bf16=False, fp16=False, fp32=True, tie_word_embeddings=False,
                     bos_token_id=1, eos_token_id=2, pad_token_id=0),
         prompt_lengths=[7, 40, 90]),
+    "internlm2": dict(
+        # InternLM2 shape: wqkv packs per kv group [its 2 query heads, k, v] (heads 4 over 2 kv groups), wo,
+        # feed_forward w1 (gate) / w3 (up) / w2 (down), rope theta 1e6, untied output.
+        code_dir="internlm2", config_module="configuration_internlm2", config_class="InternLM2Config",
+        model_module="modeling_internlm2", model_class="InternLM2ForCausalLM", seed=7005,
+        source="OpenGVLab/InternVL@f3fc71c internvl_chat/internvl/model/internlm2 (InternVL's copy of InternLM2)",
+        auto_map={"AutoConfig": "configuration_internlm2.InternLM2Config",
+                  "AutoModel": "modeling_internlm2.InternLM2ForCausalLM",
+                  "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                    initializer_range=0.1, rms_norm_eps=1e-6, bias=False, rope_theta=1000000.0, rope_scaling=None,
+                    attn_implementation="eager", pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                    tie_word_embeddings=False),
+        rope_theta=1000000.0, prompt_lengths=[7, 40, 90]),
 }
 
 
@@ -168,9 +186,10 @@ def make(name, spec, out_root):
     model = model_class.from_pretrained(model_dir, torch_dtype=torch.float32, **spec.get("model_kwargs", {})).eval()
     mmg.check_reload_matches(saved, model, model_dir)
     head_dim = spec.get("rotary_dim", fields["hidden_size"] // fields["num_attention_heads"])
-    # The sin/cos tables are built from this fp32 formula (theta 10000, over rotary_dim); the checkpoint's
+    # The sin/cos tables are built from this fp32 formula (over rotary_dim); the checkpoint's
     # inv_freq buffers (bf16 copies) are not what the forward uses.
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    theta = spec.get("rope_theta", 10000.0)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
 
     eos = fields["eos_token_id"] if isinstance(fields["eos_token_id"], list) else [fields["eos_token_id"]]
     cases = []
