@@ -19,12 +19,13 @@
 # the published modeling code, extracted unchanged to ORACLE_DIR/remote/<name> (never into the repository):
 #   INTERNLM_GIT_DIR (github:InternLM/InternLM), CHATGLM3_GIT_DIR (github:THUDM/ChatGLM3),
 #   BAICHUAN7B_GIT_DIR (github:baichuan-inc/Baichuan-7B), QWEN7B_GIT_DIR (github:zhangningboo/Qwen-7B, a git
-#   mirror of the Qwen/Qwen-7B model repository), INTERNVL_GIT_DIR (github:OpenGVLab/InternVL: its InternLM2 copy).
+#   mirror of the Qwen/Qwen-7B model repository), INTERNVL_GIT_DIR (github:OpenGVLab/InternVL: its InternLM2 copy),
+#   BAICHUAN2_13B_GIT_DIR (github:jrd77/Baichuan2-13B-Chat, a git mirror of that model repository).
 # Then: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/make_model_goldens.py ...
 #   (/usr/bin/python3: the Debian python that python3-torch is installed for)
 set -euo pipefail
 if [ $# -lt 6 ]; then
-    sed -n 2,25p "$0"
+    sed -n 2,26p "$0"
     exit 2
 fi
 tf_git=$1
@@ -100,6 +101,10 @@ fi
 if [ -n "${INTERNVL_GIT_DIR:-}" ]; then
     remote_code internlm2 "$INTERNVL_GIT_DIR" f3fc71c internvl_chat/internvl/model/internlm2/modeling_internlm2.py \
         internvl_chat/internvl/model/internlm2/configuration_internlm2.py
+fi
+if [ -n "${BAICHUAN2_13B_GIT_DIR:-}" ]; then
+    remote_code baichuan2_13b "$BAICHUAN2_13B_GIT_DIR" c6f8592 modeling_baichuan.py configuration_baichuan.py \
+        generation_utils.py quantizer.py
 fi
 
 # importlib.metadata version records for transformers' import-time dependency checks.

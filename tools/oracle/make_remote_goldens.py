@@ -14,6 +14,9 @@ The published modeling code is run unchanged from a public snapshot outside the 
   InternLM2 (InternLM2ForCausalLM): no InternLM-owned repository publishes it on GitHub; this uses the copy that
   InternVL's authors (OpenGVLab/InternVL at f3fc71c, internvl_chat/internvl/model/internlm2/) ship for InternVL's
   language model, eager attention path, copied to /work/oracle/remote/internlm2/.
+  Baichuan2-13B (BaichuanForCausalLM): the published baichuan-inc/Baichuan2-13B-Chat model repository at c6f8592
+  (its git history, mirrored as github:jrd77/Baichuan2-13B-Chat), {modeling,configuration}_baichuan.py,
+  generation_utils.py, quantizer.py, copied to /work/oracle/remote/baichuan2_13b/.
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -111,6 +114,19 @@ REMOTE_SPECS = {
                     attn_implementation="eager", pad_token_id=0, bos_token_id=1, eos_token_id=2,
                     tie_word_embeddings=False),
         rope_theta=1000000.0, prompt_lengths=[7, 40, 90]),
+    "baichuan2_13b": dict(
+        # Baichuan2-13B shape: W_pack, ALiBi (no rope) over 6 heads -- not a power of two, like the real 40, so the
+        # slopes take the interleaved extra terms -- and NormHead: lm_head rows are L2-normalised before use (the
+        # checkpoint stores them unnormalised). hidden 48 / head_dim 8 to stay within the size limit.
+        code_dir="baichuan2_13b", config_module="configuration_baichuan", config_class="BaichuanConfig",
+        model_module="modeling_baichuan", model_class="BaichuanForCausalLM", seed=7006, position="alibi",
+        source="baichuan-inc/Baichuan2-13B-Chat@c6f8592 (model repository; mirrored as github:jrd77/Baichuan2-13B-Chat)",
+        auto_map={"AutoConfig": "configuration_baichuan.BaichuanConfig",
+                  "AutoModelForCausalLM": "modeling_baichuan.BaichuanForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=48, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=6, model_max_length=128, initializer_range=0.1, rms_norm_eps=1e-6,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False),
+        prompt_lengths=[7, 40, 90]),
 }
 
 
@@ -205,8 +221,11 @@ def make(name, spec, out_root):
         else:
             raise RuntimeError(f"{name}: no prompt of length {length} with all margins >= {mmg.kMinMargin}")
 
+    if spec.get("position") == "alibi":
+        inv_freq = torch.zeros(0)
     golden = {
-        "name": name, "architecture": spec["model_class"], "rope_type": "default",
+        "name": name, "architecture": spec["model_class"],
+        "rope_type": "none" if spec.get("position") == "alibi" else "default",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         **mmg.transformers_source(), "remote_code_source": spec["source"], "greedy_mode": "uncached",
         "saved_dtype": "bfloat16", "model_seed": spec["seed"], "eos_token_id": fields["eos_token_id"],
