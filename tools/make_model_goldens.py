@@ -258,6 +258,11 @@ FAMILY_SPECS = {
         config_class="BloomConfig", seed=5012, prompt_lengths=[7, 40, 90],
         fields=dict(vocab_size=512, hidden_size=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5,
                     initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    "bloom_6heads": dict(
+        # 6 heads, not a power of two (like the 176B bloom's 112): the ALiBi slopes take the interleaved extra terms.
+        config_class="BloomConfig", seed=5013, prompt_lengths=[7, 40, 90],
+        fields=dict(vocab_size=512, hidden_size=48, n_layer=2, n_head=6, layer_norm_epsilon=1e-5,
+                    initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     # --- MoE ---
     "mixtral": dict(
         config_class="MixtralConfig", seed=6001, prompt_lengths=[7, 40, 90],
