@@ -8,8 +8,11 @@ its model*.safetensors (checked bit for bit), so the source's goldens hold for i
 --legacy writes the single pytorch_model.bin with torch.save(..., _use_new_zipfile_serialization=False), the pre-1.6
 stream format (pickled header, pickled state dict, storage keys, then the raw storages) that old checkpoints have.
 
+--base-model saves the base model's state dict instead (no "model." prefix, no separate lm_head when tied), as
+facebook/opt-125m's pytorch_model.bin was saved (keys "decoder.embed_tokens.weight", ...); transformers maps it.
+
 Usage: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/oracle/make_bin_copies.py SRC_DIR DST_DIR
-           [--shard-size 60KB | --legacy]
+           [--shard-size 60KB | --legacy | --base-model]
 """
 
 import argparse
@@ -39,6 +42,7 @@ def main():
     parser.add_argument("dst")
     parser.add_argument("--shard-size", help="max_shard_size for save_pretrained (gives an index + shards)")
     parser.add_argument("--legacy", action="store_true", help="pre-1.6 torch.save stream format, one file")
+    parser.add_argument("--base-model", action="store_true", help="keys of the base model (no 'model.' prefix)")
     args = parser.parse_args()
     torch.set_grad_enabled(False)
 
@@ -59,7 +63,7 @@ def main():
         kwargs = {"safe_serialization": False}
         if args.shard_size:
             kwargs["max_shard_size"] = args.shard_size
-        model.save_pretrained(tmp, **kwargs)
+        (model.base_model if args.base_model else model).save_pretrained(tmp, **kwargs)
         weights = [f for f in os.listdir(tmp) if f.startswith("pytorch_model")]
         if args.legacy:
             if weights != ["pytorch_model.bin"]:
