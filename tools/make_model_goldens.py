@@ -180,6 +180,19 @@ FAMILY_SPECS = {
                      original_max_position_embeddings=32,
                      rope_scaling={"type": "longrope", "short_factor": kLongRopeShort,
                                    "long_factor": kLongRopeLong})),
+    "phi3_partial": dict(
+        # Phi-4-mini shape: rotary on 75% of each head (12 of 16 dims, so 6 LongRoPE factors), tied embeddings,
+        # grouped kv heads; LongRoPE as in phi3_longrope.
+        config_class="Phi3Config", seed=4011, prompt_lengths=[7, 40, 90],
+        fields=dense(rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=0, head_dim=None, tie_word_embeddings=True,
+                     partial_rotary_factor=0.75, original_max_position_embeddings=32,
+                     rope_scaling={"type": "longrope", "short_factor": kLongRopeShort[:6],
+                                   "long_factor": kLongRopeLong[:6]})),
+    "mistral_head_dim": dict(
+        # Mistral-Nemo shape: head_dim (32) set independently of hidden_size / heads (16), so q_proj is 64 -> 128.
+        config_class="MistralConfig", seed=4012, prompt_lengths=[7, 40, 90],
+        fields=dense(head_dim=32, intermediate_size=96, rms_norm_eps=1e-5, rope_theta=1000000.0,
+                     sliding_window=None)),
     "stablelm": dict(
         # StableLM-2-1.6B shape: LayerNorm, qkv bias, rotary on the first 25% of each head.
         config_class="StableLmConfig", seed=4007, prompt_lengths=[7, 40, 90],
