@@ -17,8 +17,8 @@ golden.json layout (one per model folder):
    "cases": [{"prompt_ids", "last_logits": [vocab floats], "greedy_ids": [24 ints], "margins": [24 floats],
               "seed", "tries"}]}
 rope_type is "none" (and inv_freq empty) for models without rotary embeddings (learned positions, ALiBi). Gemma3
-adds "inv_freq_local" (its sliding layers' table); LongRoPE adds "inv_freq_long", the table transformers switches
-to once a sequence is longer than original_max_position_embeddings.
+adds "inv_freq_local" (its sliding layers' table); LongRoPE adds "inv_freq_long" and "attention_scaling_long", the
+table and cos/sin scale transformers switches to once a sequence is longer than original_max_position_embeddings.
 
 Families that the C++ side does not support yet go to tests/data/models/pending/<name> (spec key "pending"), so
 that the parity test, which runs every tests/data/models/<name>/golden.json, stays green; whoever implements a
@@ -180,6 +180,19 @@ FAMILY_SPECS = {
                      original_max_position_embeddings=32,
                      rope_scaling={"type": "longrope", "short_factor": kLongRopeShort,
                                    "long_factor": kLongRopeLong})),
+    "phi3_partial": dict(
+        # Phi-4-mini shape: rotary on 75% of each head (12 of 16 dims, so 6 LongRoPE factors), tied embeddings,
+        # grouped kv heads; LongRoPE as in phi3_longrope.
+        config_class="Phi3Config", seed=4011, prompt_lengths=[7, 40, 90],
+        fields=dense(rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=0, head_dim=None, tie_word_embeddings=True,
+                     partial_rotary_factor=0.75, original_max_position_embeddings=32,
+                     rope_scaling={"type": "longrope", "short_factor": kLongRopeShort[:6],
+                                   "long_factor": kLongRopeLong[:6]})),
+    "mistral_head_dim": dict(
+        # Mistral-Nemo shape: head_dim (32) set independently of hidden_size / heads (16), so q_proj is 64 -> 128.
+        config_class="MistralConfig", seed=4012, prompt_lengths=[7, 40, 90],
+        fields=dense(head_dim=32, intermediate_size=96, rms_norm_eps=1e-5, rope_theta=1000000.0,
+                     sliding_window=None)),
     "stablelm": dict(
         # StableLM-2-1.6B shape: LayerNorm, qkv bias, rotary on the first 25% of each head.
         config_class="StableLmConfig", seed=4007, prompt_lengths=[7, 40, 90],
@@ -258,6 +271,11 @@ FAMILY_SPECS = {
         config_class="BloomConfig", seed=5012, prompt_lengths=[7, 40, 90],
         fields=dict(vocab_size=512, hidden_size=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5,
                     initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
+    "bloom_6heads": dict(
+        # 6 heads, not a power of two (like the 176B bloom's 112): the ALiBi slopes take the interleaved extra terms.
+        config_class="BloomConfig", seed=5013, prompt_lengths=[7, 40, 90],
+        fields=dict(vocab_size=512, hidden_size=48, n_layer=2, n_head=6, layer_norm_epsilon=1e-5,
+                    initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0)),
     # --- MoE ---
     "mixtral": dict(
         config_class="MixtralConfig", seed=6001, prompt_lengths=[7, 40, 90],
@@ -279,6 +297,16 @@ FAMILY_SPECS = {
         fields=dense(head_dim=None, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
                      rms_norm_eps=1e-5, rope_theta=10000.0, attention_bias=True, lm_head_bias=True,
                      sliding_window=None, pad_token_id=0)),
+    "phimoe_longrope": dict(
+        # Phi-3.5-MoE's rope: LongRoPE with its own cos/sin scales (short_mscale / long_mscale, distinct here so that
+        # the choice is visible); as in phi3_longrope only the 7-token case stays within the original 32 positions.
+        config_class="PhimoeConfig", seed=6005, prompt_lengths=[7, 40, 90],
+        fields=dense(head_dim=None, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
+                     rms_norm_eps=1e-5, rope_theta=10000.0, attention_bias=True, lm_head_bias=True,
+                     sliding_window=None, pad_token_id=0,
+                     rope_scaling={"type": "longrope", "short_factor": kLongRopeShort, "long_factor": kLongRopeLong,
+                                   "short_mscale": 1.1, "long_mscale": 1.25,
+                                   "original_max_position_embeddings": 32})),
 }
 for _spec in FAMILY_SPECS.values():
     _spec["pending"] = True
@@ -417,8 +445,12 @@ def rope_record(model, config):
         from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
         original = getattr(config, "original_max_position_embeddings", None) or scaling.get(
             "original_max_position_embeddings")
-        long_freq, _ = ROPE_INIT_FUNCTIONS["longrope"](config, "cpu", seq_len=original + 1)
+        long_freq, long_scaling = ROPE_INIT_FUNCTIONS["longrope"](config, "cpu", seq_len=original + 1)
         record["inv_freq_long"] = [float(v) for v in long_freq.float().tolist()]
+        record["attention_scaling_long"] = float(long_scaling)
+        if "short_mscale" in scaling:  # PhiMoE scales cos/sin by its own short/long mscale instead
+            record["attention_scaling"] = float(scaling["short_mscale"])
+            record["attention_scaling_long"] = float(scaling["long_mscale"])
     return record
 
 
