@@ -12,6 +12,15 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"LlamaForCausalLM", &archs::llama},
         {"MistralForCausalLM", &archs::mistral},
         {"Qwen2ForCausalLM", &archs::qwen2},
+        // GPT-style families
+        {"GPT2LMHeadModel", &archs::gpt2},
+        {"GPTBigCodeForCausalLM", &archs::gpt_bigcode},
+        {"GPTNeoXForCausalLM", &archs::gpt_neox},
+        {"GPTJForCausalLM", &archs::gptj},
+        {"OPTForCausalLM", &archs::opt},
+        {"PhiForCausalLM", &archs::phi},
+        {"FalconForCausalLM", &archs::falcon},
+        {"BloomForCausalLM", &archs::bloom},
     };
     return table;
 }

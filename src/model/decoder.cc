@@ -5,7 +5,9 @@
 
 #include "core/check.h"
 #include "kernels/ops.h"
+#include "model/alibi.h"
 #include "model/arch_registry.h"
+#include "model/weight_layout.h"
 
 namespace taco {
 namespace {
@@ -19,6 +21,13 @@ std::string layer_name(const std::string& pattern, int64_t layer) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// "x.weight" -> "x.bias" (names of norms and heads carry their ".weight").
+std::string bias_name(const std::string& weight_name) {
+    const std::string suffix = ".weight";
+    if (!ends_with(weight_name, suffix)) return weight_name + ".bias";
+    return weight_name.substr(0, weight_name.size() - suffix.size()) + ".bias";
 }
 
 // Hands out checkpoint tensors by name, checking shape and dtype, and remembers which were used so that a
@@ -54,11 +63,37 @@ public:
 
     Result<LinearWeights> linear(const std::string& prefix, int64_t out_features, int64_t in_features, bool bias) {
         LinearWeights w;
-        TACO_ASSIGN_OR_RETURN(w.weight, matrix(prefix + ".weight", out_features, in_features));
+        if (spec_.transposed_linears) {
+            TACO_ASSIGN_OR_RETURN(TensorView stored, matrix(prefix + ".weight", in_features, out_features));
+            w.storage = transposed_copy(stored);
+            w.weight = w.storage.view();
+        } else {
+            TACO_ASSIGN_OR_RETURN(w.weight, matrix(prefix + ".weight", out_features, in_features));
+        }
         if (bias) {
             TACO_ASSIGN_OR_RETURN(w.bias, vector(prefix + ".bias", out_features));
         }
         return w;
+    }
+
+    // The ".bias" of a LayerNorm named `weight_name`, or an undefined tensor when the architecture has none.
+    Result<Tensor> norm_bias(const std::string& weight_name, int64_t size) {
+        if (!spec_.norm_bias) return Tensor();
+        return vector(bias_name(weight_name), size);
+    }
+
+    // A fused qkv projection split into q, k and v by spec.qkv_layout.
+    Status fused_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t in_features,
+                     bool bias, DecoderLayerWeights& w) {
+        TACO_ASSIGN_OR_RETURN(QkvRows rows, qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim));
+        const int64_t out_features = (heads + 2 * kv_heads) * head_dim;
+        TACO_ASSIGN_OR_RETURN(LinearWeights fused, linear(prefix, out_features, in_features, bias));
+        for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
+            part->storage = gather_rows(fused.weight, *part_rows);
+            part->weight = part->storage.view();
+            if (bias) part->bias = gather_rows(fused.bias, *part_rows);
+        }
+        return Status::ok();
     }
 
     // Every checkpoint tensor must have been used (or be one the architecture ignores).
@@ -80,6 +115,10 @@ public:
 
 private:
     Result<TensorView> fetch(const std::string& name) {
+        const std::string prefix = spec_.base_model_prefix + ".";
+        if (!spec_.base_model_prefix.empty() && !checkpoint_.contains(name) && name.rfind(prefix, 0) == 0 &&
+            checkpoint_.contains(name.substr(prefix.size())))
+            return fetch(name.substr(prefix.size()));
         TACO_ASSIGN_OR_RETURN(TensorView t, checkpoint_.tensor(name));
         used_.insert(name);
         return t;
@@ -114,26 +153,68 @@ Status Decoder::bind_weights() {
     WeightBinder binder(*checkpoint_, spec_);
     const int64_t q_size = c.num_attention_heads * c.head_dim;
     const int64_t kv_size = c.num_key_value_heads * c.head_dim;
-    TACO_ASSIGN_OR_RETURN(embed_, binder.matrix(n.embed, c.vocab_size, c.hidden_size));
-    TACO_ASSIGN_OR_RETURN(final_norm_, binder.vector(n.final_norm, c.hidden_size));
+    const int64_t embed_dim = spec_.embed_dim > 0 ? spec_.embed_dim : c.hidden_size;
+    TACO_ASSIGN_OR_RETURN(embed_, binder.matrix(n.embed, c.vocab_size, embed_dim));
+    if (!n.final_norm.empty()) {
+        TACO_ASSIGN_OR_RETURN(final_norm_, binder.vector(n.final_norm, c.hidden_size));
+        TACO_ASSIGN_OR_RETURN(final_norm_bias_, binder.norm_bias(n.final_norm, c.hidden_size));
+    }
     // Tied heads: transformers drops lm_head.weight when saving, but some checkpoints keep a copy.
     if (spec_.tied_embeddings && !checkpoint_->contains(n.lm_head)) {
         lm_head_ = embed_;
     } else {
-        TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, c.hidden_size));
+        TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, embed_dim));
+    }
+    if (spec_.lm_head_bias) {
+        TACO_ASSIGN_OR_RETURN(lm_head_bias_, binder.vector(bias_name(n.lm_head), c.vocab_size));
+    }
+    if (!n.pos_embed.empty()) {
+        TACO_ASSIGN_OR_RETURN(
+            pos_embed_, binder.matrix(n.pos_embed, c.max_position_embeddings + spec_.position_offset, c.hidden_size));
+    }
+    if (!n.embed_norm.empty()) {
+        TACO_ASSIGN_OR_RETURN(embed_norm_, binder.vector(n.embed_norm, c.hidden_size));
+        TACO_ASSIGN_OR_RETURN(embed_norm_bias_, binder.norm_bias(n.embed_norm, c.hidden_size));
+    }
+    if (!n.project_in.empty()) {
+        TACO_ASSIGN_OR_RETURN(project_in_, binder.linear(n.project_in, c.hidden_size, embed_dim, false));
+        TACO_ASSIGN_OR_RETURN(project_out_, binder.linear(n.project_out, embed_dim, c.hidden_size, false));
+    }
+    if (spec_.positions == PositionEncoding::kAlibi) {
+        alibi_slopes_ = alibi_slopes(c.num_attention_heads);
+        if (spec_.alibi_scaled)
+            for (float& slope : alibi_slopes_) slope *= attention_scale(0);
     }
     layers_.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         DecoderLayerWeights& w = layers_[size_t(l)];
         auto name = [l](const std::string& pattern) { return layer_name(pattern, l); };
         TACO_ASSIGN_OR_RETURN(w.input_norm, binder.vector(name(n.input_norm), c.hidden_size));
-        TACO_ASSIGN_OR_RETURN(w.post_attention_norm, binder.vector(name(n.post_attention_norm), c.hidden_size));
-        TACO_ASSIGN_OR_RETURN(w.q, binder.linear(name(n.q_proj), q_size, c.hidden_size, spec_.qkv_bias));
-        TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.qkv_bias));
-        TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.qkv_bias));
+        TACO_ASSIGN_OR_RETURN(w.input_norm_bias, binder.norm_bias(name(n.input_norm), c.hidden_size));
+        if (!n.post_attention_norm.empty()) {
+            TACO_ASSIGN_OR_RETURN(w.post_attention_norm, binder.vector(name(n.post_attention_norm), c.hidden_size));
+            TACO_ASSIGN_OR_RETURN(w.post_attention_norm_bias,
+                                  binder.norm_bias(name(n.post_attention_norm), c.hidden_size));
+        }
+        if (spec_.qkv_layout != QkvLayout::kSeparate) {
+            TACO_RETURN_IF_ERROR(binder.fused_qkv(name(n.qkv_proj), c.num_attention_heads, c.num_key_value_heads,
+                                                  c.head_dim, c.hidden_size, spec_.qkv_bias, w));
+        } else {
+            TACO_ASSIGN_OR_RETURN(w.q, binder.linear(name(n.q_proj), q_size, c.hidden_size, spec_.qkv_bias));
+            TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.qkv_bias));
+            TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.qkv_bias));
+        }
         TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.o_bias));
-        TACO_ASSIGN_OR_RETURN(w.gate,
-                              binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+        if (!n.q_norm.empty()) {
+            TACO_ASSIGN_OR_RETURN(w.q_norm, binder.vector(name(n.q_norm), c.head_dim));
+            TACO_ASSIGN_OR_RETURN(w.q_norm_bias, binder.norm_bias(name(n.q_norm), c.head_dim));
+            TACO_ASSIGN_OR_RETURN(w.k_norm, binder.vector(name(n.k_norm), c.head_dim));
+            TACO_ASSIGN_OR_RETURN(w.k_norm_bias, binder.norm_bias(name(n.k_norm), c.head_dim));
+        }
+        if (spec_.gated_mlp) {
+            TACO_ASSIGN_OR_RETURN(w.gate,
+                                  binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+        }
         TACO_ASSIGN_OR_RETURN(w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
         TACO_ASSIGN_OR_RETURN(w.down,
                               binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
@@ -143,12 +224,14 @@ Status Decoder::bind_weights() {
     return binder.check_all_used().with_context(spec_.name);
 }
 
-void Decoder::norm(const TensorView& x, const Tensor& weight, const TensorView& out) const {
+void Decoder::norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const {
     switch (spec_.norm) {
         case NormKind::kRmsNorm:
             ops::rms_norm(x, weight, float(config_.rms_norm_eps), spec_.norm_weight_offset, out);
             return;
-        case NormKind::kLayerNorm: ops::layer_norm(x, weight, nullptr, float(config_.rms_norm_eps), out); return;
+        case NormKind::kLayerNorm:
+            ops::layer_norm(x, weight, bias.defined() ? &bias.view() : nullptr, float(config_.rms_norm_eps), out);
+            return;
     }
 }
 
@@ -166,15 +249,19 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     TensorView k3(k.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
     TensorView v3(v.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
     const auto& positions = batch.attention.positions;
-    ops::rotary_embedding(q3, positions, rotary_->cos_table(), rotary_->sin_table(), rotary_->rotary_dim(),
-                          spec_.neox_rotary);
-    ops::rotary_embedding(k3, positions, rotary_->cos_table(), rotary_->sin_table(), rotary_->rotary_dim(),
-                          spec_.neox_rotary);
+    if (w.q_norm.defined()) qk_norm(w, q3, k3);
+    if (spec_.positions == PositionEncoding::kRotary) {
+        ops::rotary_embedding(q3, positions, rotary_->cos_table(), rotary_->sin_table(), rotary_->rotary_dim(),
+                              spec_.neox_rotary);
+        ops::rotary_embedding(k3, positions, rotary_->cos_table(), rotary_->sin_table(), rotary_->rotary_dim(),
+                              spec_.neox_rotary);
+    }
     ops::write_kv_cache(k3, v3, batch.slot_mapping, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)]);
     Tensor attn = Tensor::empty({t, c.num_attention_heads, c.head_dim}, DType::kF32);
     ops::AttentionParams params;
-    params.scale = float(1.0 / std::sqrt(double(c.head_dim)));
+    params.scale = attention_scale(layer_index);
     params.sliding_window = w.sliding_window;
+    if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);
     TensorView attn2(attn.as<float>(), DType::kF32, {t, c.num_attention_heads * c.head_dim});
     ops::matmul(attn2, w.o.weight, w.o.bias_or_null(), out);
@@ -184,8 +271,13 @@ void Decoder::mlp_block(const DecoderLayerWeights& w, const TensorView& x, const
     const int64_t t = x.shape[0];
     Tensor gate = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
     Tensor up = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
-    ops::matmul(x, w.gate.weight, w.gate.bias_or_null(), gate);
     ops::matmul(x, w.up.weight, w.up.bias_or_null(), up);
+    if (!spec_.gated_mlp) {
+        ops::activation_inplace(up, spec_.activation);
+        ops::matmul(up, w.down.weight, w.down.bias_or_null(), out);
+        return;
+    }
+    ops::matmul(x, w.gate.weight, w.gate.bias_or_null(), gate);
     ops::gated_activation(gate, up, spec_.activation, gate);
     ops::matmul(gate, w.down.weight, w.down.bias_or_null(), out);
 }
@@ -204,13 +296,17 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
     Tensor hidden = Tensor::empty({t, c.hidden_size}, DType::kF32);  // the residual stream
     Tensor normed = Tensor::empty({t, c.hidden_size}, DType::kF32);
     Tensor block_out = Tensor::empty({t, c.hidden_size}, DType::kF32);
-    ops::embedding(batch.token_ids, embed_, hidden);
+    embed_tokens(batch, hidden);
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const DecoderLayerWeights& w = layers_[size_t(l)];
-        norm(hidden, w.input_norm, normed);
+        if (spec_.residual != ResidualKind::kSequential) {
+            gpt_layer(w, l, batch, kv, hidden);
+            continue;
+        }
+        norm(hidden, w.input_norm, w.input_norm_bias, normed);
         attention_block(w, l, batch, kv, normed, block_out);
         ops::add_inplace(hidden, block_out);
-        norm(hidden, w.post_attention_norm, normed);
+        norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
         mlp_block(w, normed, block_out);
         ops::add_inplace(hidden, block_out);
     }
@@ -222,10 +318,8 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
         TACO_CHECK(row >= 0 && row < t);
         std::copy_n(hidden.as<float>() + row * c.hidden_size, c.hidden_size, selected.as<float>() + i * c.hidden_size);
     }
-    Tensor selected_normed = Tensor::empty({num_logits, c.hidden_size}, DType::kF32);
-    norm(selected, final_norm_, selected_normed);
     Tensor logits = Tensor::empty({num_logits, c.vocab_size}, DType::kF32);
-    ops::matmul(selected_normed, lm_head_, nullptr, logits);
+    logits_head(selected, logits);
     return logits;
 }
 

@@ -20,6 +20,7 @@ namespace taco {
 struct LinearWeights {
     TensorView weight;  // [out, in] on-disk dtype
     Tensor bias;        // [out] f32, undefined when the layer has none
+    Tensor storage;     // owns `weight` when it was rearranged at load (transposed, split from a fused qkv)
     const TensorView* bias_or_null() const { return bias.defined() ? &bias.view() : nullptr; }
 };
 
@@ -30,6 +31,9 @@ struct DecoderLayerWeights {
         o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
     int sliding_window = 0;        // 0: full attention on this layer
+    // GPT-style families: LayerNorm biases [hidden] f32 (undefined without), Phi's per-head q/k norms [head_dim].
+    Tensor input_norm_bias, post_attention_norm_bias;
+    Tensor q_norm, q_norm_bias, k_norm, k_norm_bias;
 };
 
 class Decoder {
@@ -41,6 +45,8 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const ArchSpec& spec() const { return spec_; }
+    // The most positions a sequence can have: the learned position table's rows, else unlimited (INT64_MAX).
+    int64_t max_positions() const;
 
     // Runs the batch, writing its K/V into `kv`; returns logits [logits_indices.size(), vocab] f32.
     Tensor forward(const ForwardBatch& batch, KvCacheTensors& kv);
@@ -51,7 +57,15 @@ private:
     void attention_block(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
                          KvCacheTensors& kv, const TensorView& x, const TensorView& out);
     void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
-    void norm(const TensorView& x, const Tensor& weight, const TensorView& out) const;
+    // bias: undefined for none (RMSNorm never has one).
+    void norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const;
+    // GPT-style families (decoder_gpt.cc)
+    void embed_tokens(const ForwardBatch& batch, const TensorView& hidden);
+    void gpt_layer(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch, KvCacheTensors& kv,
+                   const TensorView& hidden);
+    void logits_head(const TensorView& selected, const TensorView& logits);  // final norm, project_out, lm_head
+    float attention_scale(int64_t layer_index) const;
+    void qk_norm(const DecoderLayerWeights& layer, const TensorView& q3, const TensorView& k3) const;
 
     ModelConfig config_;
     ArchSpec spec_;
@@ -61,6 +75,13 @@ private:
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
     std::unique_ptr<RotaryTables> rotary_;
+    // GPT-style families
+    TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
+    Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
+    LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
+    Tensor final_norm_bias_;                  // [hidden] f32
+    Tensor lm_head_bias_;                     // [vocab] f32
+    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (already times the scale for alibi_scaled)
 };
 
 }  // namespace taco
