@@ -312,6 +312,7 @@ void Engine::step() {
         const Request& r = *s.request;
         sequences.push_back(
             {r.token_ids, r.num_computed_tokens, s.num_new_tokens, kv_cache_->block_table(r.id), s.samples()});
+        sequences.back().max_length = r.max_total_tokens;
     }
     Tensor logits = runner_->execute(sequences);
     // Which requests sample, captured before update_after_step moves num_computed_tokens.

@@ -52,6 +52,7 @@ Tensor ModelRunner::execute(std::span<const RunnerSequence> sequences) {
         }
         if (s.wants_logits) batch.logits_indices.push_back(int32_t(batch.token_ids.size() - 1));
         batch.attention.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
+        batch.max_lengths.push_back(std::max(s.max_length, end));
         batch.attention.query_start.push_back(int32_t(batch.token_ids.size()));
     }
     return decoder_->forward(batch, device_kv_);

@@ -18,6 +18,7 @@ struct RunnerSequence {
     int64_t num_new_tokens = 0;            // tokens to compute now
     std::span<const int32_t> block_table;  // physical device blocks, logical order
     bool wants_logits = false;             // logits of the last new token
+    int64_t max_length = 0;  // prompt + max_tokens; picks LongRoPE's factors (0: unknown, the tokens so far)
 };
 
 struct KvCopy {

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "core/file_util.h"
+#include "io/torch_bin_file.h"
 
 namespace taco {
 namespace {
@@ -24,6 +25,8 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 constexpr const char* kIndexName = "model.safetensors.index.json";
 constexpr const char* kSingleName = "model.safetensors";
+constexpr const char* kBinIndexName = "pytorch_model.bin.index.json";
+constexpr const char* kBinName = "pytorch_model.bin";
 
 std::string json_type(const nlohmann::json& value) { return value.type_name(); }
 
@@ -201,6 +204,13 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
     return it == entries_.end() ? nullptr : &it->second;
 }
 
+std::vector<std::string> SafetensorsFile::tensor_names() const {
+    std::vector<std::string> names;
+    names.reserve(entries_.size());
+    for (const auto& [name, entry] : entries_) names.push_back(name);
+    return names;
+}
+
 Result<TensorView> SafetensorsFile::view(const std::string& name) const {
     const SafetensorsEntry* entry = find(name);
     if (entry == nullptr) return error("{}: tensor '{}' not in the file", path_, name);
@@ -223,6 +233,84 @@ Result<TensorView> SafetensorsFile::view(const std::string& name) const {
     return view;
 }
 
+namespace {
+
+Result<std::unique_ptr<TensorFile>> open_safetensors(const std::string& path) {
+    TACO_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(path));
+    return std::unique_ptr<TensorFile>(std::move(file));
+}
+
+Result<std::unique_ptr<TensorFile>> open_torch_bin(const std::string& path) {
+    TACO_ASSIGN_OR_RETURN(auto file, TorchBinFile::open(path));
+    return std::unique_ptr<TensorFile>(std::move(file));
+}
+
+}  // namespace
+
+// The index's weight_map is the tensor set; files in the folder that it does not name are ignored.
+Status Checkpoint::open_index(const std::string& index_path, FileOpenerFn open_file) {
+    TACO_ASSIGN_OR_RETURN(nlohmann::json index, read_json_file(index_path));
+    if (!index.is_object()) return error("{}: index is a JSON {}, not an object", index_path, json_type(index));
+    auto map_it = index.find("weight_map");
+    if (map_it == index.end()) return error("{}: missing 'weight_map'", index_path);
+    if (!map_it->is_object()) {
+        return error("{}: 'weight_map' is a JSON {}, not an object", index_path, json_type(*map_it));
+    }
+    if (map_it->empty()) return error("{}: 'weight_map' is empty", index_path);
+    std::map<std::string, size_t> shard_index;  // shard file name -> index into files_
+    for (const auto& [name, shard] : map_it->items()) {
+        if (!shard.is_string()) {
+            return error("{}: tensor '{}' maps to a JSON {}, not a file name", index_path, name, json_type(shard));
+        }
+        if (shard.get_ref<const std::string&>().empty()) {
+            return error("{}: tensor '{}' maps to an empty file name", index_path, name);
+        }
+        const std::string& shard_name = shard.get_ref<const std::string&>();
+        auto [it, inserted] = shard_index.emplace(shard_name, files_.size());
+        if (inserted) {
+            std::string shard_path = join_path(dir_, shard_name);
+            if (!file_exists(shard_path)) {
+                return error("{}: shard '{}' (named by {} for tensor '{}') does not exist", dir_, shard_name,
+                             index_path, name);
+            }
+            TACO_ASSIGN_OR_RETURN(auto file, open_file(shard_path));
+            files_.push_back(std::move(file));
+        }
+        const TensorFile& file = *files_[it->second];
+        if (!file.contains(name)) {
+            return error("{}: tensor '{}' missing from its shard (named by {})", file.path(), name, index_path);
+        }
+        location_[name] = it->second;
+    }
+    // A shard holding a tensor that the index places in another shard makes the checkpoint ambiguous.
+    for (size_t i = 0; i < files_.size(); ++i) {
+        for (const std::string& name : files_[i]->tensor_names()) {
+            auto loc = location_.find(name);
+            if (loc != location_.end() && loc->second != i) {
+                return error("{}: tensor '{}' is in two shards: {} and {}", dir_, name, files_[loc->second]->path(),
+                             files_[i]->path());
+            }
+        }
+    }
+    return Status::ok();
+}
+
+Status Checkpoint::open_files(const std::vector<std::string>& paths, FileOpenerFn open_file) {
+    for (const std::string& path : paths) {
+        TACO_ASSIGN_OR_RETURN(auto file, open_file(path));
+        size_t file_index = files_.size();
+        for (const std::string& name : file->tensor_names()) {
+            auto [it, inserted] = location_.emplace(name, file_index);
+            if (!inserted) {
+                return error("{}: tensor '{}' is in two files: {} and {}", dir_, name, files_[it->second]->path(),
+                             path);
+            }
+        }
+        files_.push_back(std::move(file));
+    }
+    return Status::ok();
+}
+
 Result<Checkpoint> Checkpoint::open_dir(const std::string& dir) {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -231,51 +319,8 @@ Result<Checkpoint> Checkpoint::open_dir(const std::string& dir) {
     Checkpoint checkpoint;
     checkpoint.dir_ = dir;
     std::string index_path = join_path(dir, kIndexName);
-
     if (file_exists(index_path)) {
-        TACO_ASSIGN_OR_RETURN(nlohmann::json index, read_json_file(index_path));
-        if (!index.is_object()) return error("{}: index is a JSON {}, not an object", index_path, json_type(index));
-        auto map_it = index.find("weight_map");
-        if (map_it == index.end()) return error("{}: missing 'weight_map'", index_path);
-        if (!map_it->is_object()) {
-            return error("{}: 'weight_map' is a JSON {}, not an object", index_path, json_type(*map_it));
-        }
-        if (map_it->empty()) return error("{}: 'weight_map' is empty", index_path);
-        std::map<std::string, size_t> shard_index;  // shard file name -> index into files_
-        for (const auto& [name, shard] : map_it->items()) {
-            if (!shard.is_string()) {
-                return error("{}: tensor '{}' maps to a JSON {}, not a file name", index_path, name, json_type(shard));
-            }
-            if (shard.get_ref<const std::string&>().empty()) {
-                return error("{}: tensor '{}' maps to an empty file name", index_path, name);
-            }
-            const std::string& shard_name = shard.get_ref<const std::string&>();
-            auto [it, inserted] = shard_index.emplace(shard_name, checkpoint.files_.size());
-            if (inserted) {
-                std::string shard_path = join_path(dir, shard_name);
-                if (!file_exists(shard_path)) {
-                    return error("{}: shard '{}' (named by {} for tensor '{}') does not exist", dir, shard_name,
-                                 index_path, name);
-                }
-                TACO_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(shard_path));
-                checkpoint.files_.push_back(std::move(file));
-            }
-            const SafetensorsFile& file = *checkpoint.files_[it->second];
-            if (file.find(name) == nullptr) {
-                return error("{}: tensor '{}' missing from its shard (named by {})", file.path(), name, index_path);
-            }
-            checkpoint.location_[name] = it->second;
-        }
-        // A shard holding a tensor that the index places in another shard makes the checkpoint ambiguous.
-        for (size_t i = 0; i < checkpoint.files_.size(); ++i) {
-            for (const auto& [name, entry] : checkpoint.files_[i]->entries()) {
-                auto loc = checkpoint.location_.find(name);
-                if (loc != checkpoint.location_.end() && loc->second != i) {
-                    return error("{}: tensor '{}' is in two shards: {} and {}", dir, name,
-                                 checkpoint.files_[loc->second]->path(), checkpoint.files_[i]->path());
-                }
-            }
-        }
+        TACO_RETURN_IF_ERROR(checkpoint.open_index(index_path, open_safetensors));
         return checkpoint;
     }
 
@@ -292,21 +337,22 @@ Result<Checkpoint> Checkpoint::open_dir(const std::string& dir) {
         if (ec) return error("{}: cannot list the folder: {}", dir, ec.message());
         std::sort(paths.begin(), paths.end());
     }
-    if (paths.empty()) return error("{}: no {} and no *.safetensors files", dir, kIndexName);
-
-    for (const std::string& path : paths) {
-        TACO_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(path));
-        size_t file_index = checkpoint.files_.size();
-        for (const auto& [name, entry] : file->entries()) {
-            auto [it, inserted] = checkpoint.location_.emplace(name, file_index);
-            if (!inserted) {
-                return error("{}: tensor '{}' is in two files: {} and {}", dir, name,
-                             checkpoint.files_[it->second]->path(), path);
-            }
-        }
-        checkpoint.files_.push_back(std::move(file));
+    if (!paths.empty()) {
+        TACO_RETURN_IF_ERROR(checkpoint.open_files(paths, open_safetensors));
+        return checkpoint;
     }
-    return checkpoint;
+
+    std::string bin_index_path = join_path(dir, kBinIndexName);
+    if (file_exists(bin_index_path)) {
+        TACO_RETURN_IF_ERROR(checkpoint.open_index(bin_index_path, open_torch_bin));
+        return checkpoint;
+    }
+    std::string bin_path = join_path(dir, kBinName);
+    if (file_exists(bin_path)) {
+        TACO_RETURN_IF_ERROR(checkpoint.open_files({bin_path}, open_torch_bin));
+        return checkpoint;
+    }
+    return error("{}: no {}, {}, *.safetensors, {} or {}", dir, kIndexName, kSingleName, kBinIndexName, kBinName);
 }
 
 Result<TensorView> Checkpoint::tensor(const std::string& name) const {

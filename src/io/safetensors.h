@@ -1,4 +1,5 @@
-// Safetensors over mmap: one file (SafetensorsFile) and a model folder of one or more files (Checkpoint).
+// Safetensors over mmap: one file (SafetensorsFile) and a model folder of one or more files (Checkpoint), which
+// also reads pytorch_model.bin archives (TorchBinFile) when a folder has no safetensors.
 // Format: 8-byte little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin,
 // end)}, "__metadata__": {...}}, then the data; offsets are relative to the end of the header.
 // Every malformed input is a Status naming the file and the tensor; nothing past the mapping is ever read.
@@ -12,6 +13,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "io/tensor_file.h"
 
 namespace taco {
 
@@ -23,9 +25,9 @@ struct SafetensorsEntry {
     uint64_t data_end = 0;
 };
 
-class SafetensorsFile {
+class SafetensorsFile : public TensorFile {
 public:
-    ~SafetensorsFile();
+    ~SafetensorsFile() override;
     SafetensorsFile(const SafetensorsFile&) = delete;
     SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -33,13 +35,15 @@ public:
     // overlaps, size == numel * dtype size).
     static Result<std::unique_ptr<SafetensorsFile>> open(const std::string& path);
 
-    const std::string& path() const { return path_; }
+    const std::string& path() const override { return path_; }
+    bool contains(const std::string& name) const override { return entries_.count(name) != 0; }
+    std::vector<std::string> tensor_names() const override;
     const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
     const SafetensorsEntry* find(const std::string& name) const;
     // A view of the mapped bytes (read-only memory; do not write through it). Tensors of more than kMaxDims
     // dimensions are an error naming the tensor.
-    Result<TensorView> view(const std::string& name) const;
+    Result<TensorView> view(const std::string& name) const override;
 
 private:
     SafetensorsFile() = default;
@@ -51,9 +55,10 @@ private:
     std::map<std::string, std::string> metadata_;
 };
 
-// All the safetensors of a model folder: `model.safetensors.index.json` (weight_map name -> shard file) if
-// present, else `model.safetensors`, else every `*.safetensors` in the folder. A missing shard, a tensor that
-// the index names but its shard lacks, or a name in two files is an error.
+// All the tensor files of a model folder, first found wins: `model.safetensors.index.json` (weight_map name ->
+// shard file), `model.safetensors`, every `*.safetensors` in the folder, `pytorch_model.bin.index.json` (shards
+// are torch.save archives), `pytorch_model.bin`. A missing shard, a tensor that the index names but its shard
+// lacks, or a name in two files is an error.
 class Checkpoint {
 public:
     static Result<Checkpoint> open_dir(const std::string& dir);
@@ -65,8 +70,12 @@ public:
     std::vector<std::string> tensor_names() const;  // sorted
 
 private:
+    using FileOpenerFn = Result<std::unique_ptr<TensorFile>> (*)(const std::string& path);
+    Status open_index(const std::string& index_path, FileOpenerFn open_file);
+    Status open_files(const std::vector<std::string>& paths, FileOpenerFn open_file);
+
     std::string dir_;
-    std::vector<std::shared_ptr<SafetensorsFile>> files_;
+    std::vector<std::shared_ptr<TensorFile>> files_;
     std::map<std::string, size_t> location_;  // tensor name -> index into files_
 };
 

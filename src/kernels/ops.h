@@ -38,7 +38,15 @@ void layer_norm(const TensorView& x, const TensorView& weight, const TensorView*
 // x += y, elementwise, same shape f32.
 void add_inplace(const TensorView& x, const TensorView& y);
 
-enum class Activation { kSilu, kGeluTanh, kGeluErf, kRelu };
+// x *= s, elementwise f32 (Gemma's sqrt(hidden) embedding scale).
+void scale_inplace(const TensorView& x, float s);
+// x = cap * tanh(x / cap), elementwise f32 (Gemma2's final logit soft-capping); cap > 0.
+void softcap_inplace(const TensorView& x, float cap);
+// LayerNorm over the last dim of each head with that head's own weight (and bias), in place (StableLM's
+// qk_layernorm).  x: [T, H, D] f32; weight: [H, D] f32; bias: [H, D] f32 or nullptr.
+void per_head_layer_norm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps);
+
+enum class Activation { kSilu, kGeluTanh, kGeluErf, kRelu, kRelu2 };  // kRelu2: relu(x)^2 (Nemotron)
 
 // out = act(gate) * up, elementwise.  gate, up, out: [T, I] f32 (out may alias gate).
 void gated_activation(const TensorView& gate, const TensorView& up, Activation act, const TensorView& out);

@@ -9,9 +9,19 @@ namespace {
 
 const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
     static const std::vector<std::pair<std::string, ArchSpecBuilder>> table = {
+        // One family per line (kept so by hand: merges stay line-wise).
+        // clang-format off
         {"LlamaForCausalLM", &archs::llama},
         {"MistralForCausalLM", &archs::mistral},
         {"Qwen2ForCausalLM", &archs::qwen2},
+        {"GemmaForCausalLM", &archs::gemma},
+        {"Gemma2ForCausalLM", &archs::gemma2},
+        {"Gemma3ForCausalLM", &archs::gemma3},
+        {"Qwen3ForCausalLM", &archs::qwen3},
+        {"Phi3ForCausalLM", &archs::phi3},
+        {"StableLmForCausalLM", &archs::stablelm},
+        {"Starcoder2ForCausalLM", &archs::starcoder2},
+        {"NemotronForCausalLM", &archs::nemotron},
         // GPT-style families
         {"GPT2LMHeadModel", &archs::gpt2},
         {"GPTBigCodeForCausalLM", &archs::gpt_bigcode},
@@ -21,6 +31,7 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"PhiForCausalLM", &archs::phi},
         {"FalconForCausalLM", &archs::falcon},
         {"BloomForCausalLM", &archs::bloom},
+        // clang-format on
     };
     return table;
 }
@@ -48,7 +59,8 @@ Result<ops::Activation> activation_from_name(const std::string& hidden_act, cons
         return ops::Activation::kGeluTanh;
     if (hidden_act == "gelu") return ops::Activation::kGeluErf;
     if (hidden_act == "relu") return ops::Activation::kRelu;
-    return error("{}: hidden_act '{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new, relu)", source,
+    if (hidden_act == "relu2") return ops::Activation::kRelu2;
+    return error("{}: hidden_act '{}' is not supported (silu, gelu, gelu_pytorch_tanh, gelu_new, relu, relu2)", source,
                  hidden_act);
 }
 

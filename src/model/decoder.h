@@ -20,7 +20,7 @@ namespace taco {
 struct LinearWeights {
     TensorView weight;  // [out, in] on-disk dtype
     Tensor bias;        // [out] f32, undefined when the layer has none
-    Tensor storage;     // owns `weight` when it was rearranged at load (transposed, split from a fused qkv)
+    Tensor storage;     // owns `weight` when it was rearranged at load (Conv1D transposed, fused qkv regrouped)
     const TensorView* bias_or_null() const { return bias.defined() ? &bias.view() : nullptr; }
 };
 
@@ -31,9 +31,15 @@ struct DecoderLayerWeights {
         o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
     int sliding_window = 0;        // 0: full attention on this layer
-    // GPT-style families: LayerNorm biases [hidden] f32 (undefined without), Phi's per-head q/k norms [head_dim].
-    Tensor input_norm_bias, post_attention_norm_bias;
-    Tensor q_norm, q_norm_bias, k_norm, k_norm_bias;
+
+    // Llama-style families (g-llama)
+    Tensor input_norm_bias, post_attention_norm_bias;    // [hidden] f32 when ArchSpec::norm_bias
+    Tensor pre_feedforward_norm, post_feedforward_norm;  // [hidden] f32 when ArchSpec::sandwich_norms
+    Tensor q_norm, k_norm;      // [head_dim] f32; [heads | kv_heads, head_dim] when ArchSpec::qk_norm_per_head
+    bool local_rotary = false;  // a sliding layer of a model with its own local rope (Gemma3)
+
+    // GPT-style families (g-gpt)
+    Tensor q_norm_bias, k_norm_bias;  // [head_dim] f32 when qk_norm with norm_bias (Phi qk_layernorm)
 };
 
 class Decoder {
@@ -57,15 +63,15 @@ private:
     void attention_block(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
                          KvCacheTensors& kv, const TensorView& x, const TensorView& out);
     void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
-    // bias: undefined for none (RMSNorm never has one).
     void norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const;
+    // x: [T, heads, head_dim], in place; bias undefined for none.
+    void qk_norm(const Tensor& weight, const Tensor& bias, const TensorView& x) const;
+    void apply_rotary(const DecoderLayerWeights& layer, const ForwardBatch& batch, const TensorView& x) const;
     // GPT-style families (decoder_gpt.cc)
-    void embed_tokens(const ForwardBatch& batch, const TensorView& hidden);
-    void gpt_layer(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch, KvCacheTensors& kv,
-                   const TensorView& hidden);
-    void logits_head(const TensorView& selected, const TensorView& logits);  // final norm, project_out, lm_head
+    void embed_tokens(const ForwardBatch& batch, const TensorView& hidden);  // embedding, project_in, positions
+    void post_norm_layer(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
+                         KvCacheTensors& kv, const TensorView& hidden);
     float attention_scale(int64_t layer_index) const;
-    void qk_norm(const DecoderLayerWeights& layer, const TensorView& q3, const TensorView& k3) const;
 
     ModelConfig config_;
     ArchSpec spec_;
@@ -75,13 +81,16 @@ private:
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
     std::unique_ptr<RotaryTables> rotary_;
-    // GPT-style families
+    // Llama-style families (g-llama)
+    Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
+    std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
+    std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
+    // GPT-style families (g-gpt)
     TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
-    Tensor final_norm_bias_;                  // [hidden] f32
     Tensor lm_head_bias_;                     // [vocab] f32
-    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (already times the scale for alibi_scaled)
+    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (times the scale already when alibi_scaled)
 };
 
 }  // namespace taco

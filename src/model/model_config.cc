@@ -1,7 +1,7 @@
 #include "model/model_config.h"
 
 #include "core/file_util.h"
-#include "model/config_keys.h"
+#include "model/config_aliases.h"
 
 namespace taco {
 namespace {
@@ -85,8 +85,38 @@ Result<RopeType> parse_rope_type(const std::string& name, const std::string& sou
     if (name == "dynamic") return RopeType::kDynamic;
     if (name == "llama3") return RopeType::kLlama3;
     if (name == "yarn") return RopeType::kYarn;
-    return error("{}: rope type '{}' is not supported (supported: default, linear, dynamic, llama3, yarn)", source,
-                 name);
+    if (name == "longrope") return RopeType::kLongRope;
+    return error("{}: rope type '{}' is not supported (supported: default, linear, dynamic, llama3, yarn, longrope)",
+                 source, name);
+}
+
+Result<std::vector<double>> factor_list(const json& params, const char* key, const std::string& where) {
+    if (!params.contains(key) || !params.at(key).is_array())
+        return error("{}: rope type 'longrope' needs '{}' (a list of numbers)", where, key);
+    std::vector<double> out;
+    for (const json& v : params.at(key)) {
+        if (!v.is_number()) return error("{}: '{}' must hold numbers, got {}", where, key, v.dump());
+        out.push_back(v.get<double>());
+    }
+    return out;
+}
+
+// LongRoPE (Phi3): original_max_position_embeddings sits in the rope object (5.x) or at the top level (4.x); without
+// a `factor`, the scale is max_position_embeddings / original (as transformers).
+Result<RopeConfig> finish_longrope(const json& config, const json& params, const std::string& where, RopeConfig rope) {
+    TACO_ASSIGN_OR_RETURN(rope.short_factor, factor_list(params, "short_factor", where));
+    TACO_ASSIGN_OR_RETURN(rope.long_factor, factor_list(params, "long_factor", where));
+    JsonReader top(config, where);
+    JsonReader p(params, where);
+    if (rope.original_max_position_embeddings <= 0)
+        rope.original_max_position_embeddings = top.get_int("original_max_position_embeddings", 0);
+    const int64_t max_position = top.get_int("max_position_embeddings", 2048);
+    TACO_RETURN_IF_ERROR(top.status());
+    if (rope.original_max_position_embeddings <= 0)
+        return error("{}: rope type 'longrope' needs 'original_max_position_embeddings'", where);
+    if (!p.has("factor")) rope.factor = double(max_position) / double(rope.original_max_position_embeddings);
+    if (rope.factor <= 0) return error("{}: 'factor' must be positive, got {}", where, rope.factor);
+    return rope;
 }
 
 // transformers 4.x: rope_theta + rope_scaling {type|rope_type, factor, ...}; 5.x: rope_parameters {rope_type,
@@ -109,9 +139,14 @@ Result<RopeConfig> parse_rope(const json& config, const std::string& source) {
     }
     if (params == nullptr) return rope;
     if (!params->is_object()) return error("{}: '{}' must be an object, got {}", source, params_key, params->dump());
-    // 5.x may nest per layer type ({"full_attention": {...}, "sliding_attention": {...}}): not for these families.
-    if (params->contains("full_attention") || params->contains("sliding_attention"))
-        return error("{}: per-layer-type '{}' is not supported for this architecture", source, params_key);
+    // 5.x may nest per layer type ({"full_attention": {...}, "sliding_attention": {...}}): full attention's is the
+    // main rope (sliding_attention's is read by parse_local_rope).
+    if (params->contains("full_attention") || params->contains("sliding_attention")) {
+        if (!params->contains("full_attention") || !params->at("full_attention").is_object())
+            return error("{}: per-layer-type '{}' needs a 'full_attention' object", source, params_key);
+        params = &params->at("full_attention");
+        params_key += ".full_attention";
+    }
 
     const std::string where = source + " " + params_key;
     JsonReader p(*params, where);
@@ -133,12 +168,35 @@ Result<RopeConfig> parse_rope(const json& config, const std::string& source) {
     rope.mscale_all_dim = p.get_optional_double("mscale_all_dim");
     rope.truncate = p.get_bool("truncate", true);
     TACO_RETURN_IF_ERROR(p.status());
+    if (rope.type == RopeType::kLongRope) return finish_longrope(config, *params, where, std::move(rope));
     if (rope.type != RopeType::kDefault && !p.has("factor") && rope.type != RopeType::kYarn)
         return error("{}: rope type '{}' needs 'factor'", where, type_name);
     if (rope.type == RopeType::kLlama3 && rope.original_max_position_embeddings <= 0)
         return error("{}: rope type 'llama3' needs 'original_max_position_embeddings'", where);
     if (rope.factor <= 0) return error("{}: 'factor' must be positive, got {}", where, rope.factor);
     return rope;
+}
+
+// Gemma3's local (sliding-window) layers: 4.x names only their theta (rope_local_base_freq, default rope); 5.x
+// nests a full rope object under rope_parameters.sliding_attention.
+Result<std::optional<RopeConfig>> parse_local_rope(const json& config, const std::string& source) {
+    if (config.contains("rope_parameters") && config["rope_parameters"].is_object() &&
+        config["rope_parameters"].contains("sliding_attention")) {
+        json local = config;
+        local.erase("rope_scaling");
+        local["rope_parameters"] = config["rope_parameters"]["sliding_attention"];
+        if (!local["rope_parameters"].is_object())
+            return error("{}: 'rope_parameters.sliding_attention' must be an object", source);
+        TACO_ASSIGN_OR_RETURN(RopeConfig rope, parse_rope(local, source + " (sliding_attention)"));
+        return std::optional<RopeConfig>(rope);
+    }
+    JsonReader top(config, source);
+    if (!top.has("rope_local_base_freq")) return std::optional<RopeConfig>();
+    RopeConfig rope;
+    rope.theta = top.get_double("rope_local_base_freq", 10000.0);
+    rope.partial_rotary_factor = top.get_double("partial_rotary_factor", 1.0);
+    TACO_RETURN_IF_ERROR(top.status());
+    return std::optional<RopeConfig>(rope);
 }
 
 Result<std::optional<DType>> parse_dtype(const json& config, const std::string& source) {
@@ -164,6 +222,7 @@ std::string_view rope_type_name(RopeType type) {
         case RopeType::kDynamic: return "dynamic";
         case RopeType::kLlama3: return "llama3";
         case RopeType::kYarn: return "yarn";
+        case RopeType::kLongRope: return "longrope";
     }
     return "?";
 }
@@ -195,6 +254,7 @@ Result<ModelConfig> ModelConfig::from_json(const json& original, const std::stri
     c.sliding_window = r.get_int("sliding_window", 0);
     TACO_RETURN_IF_ERROR(r.status());
     TACO_ASSIGN_OR_RETURN(c.rope, parse_rope(config, source));
+    TACO_ASSIGN_OR_RETURN(c.rope_local, parse_local_rope(config, source));
     TACO_ASSIGN_OR_RETURN(c.dtype, parse_dtype(config, source));
     if (config.contains("quantization_config") && !config["quantization_config"].is_null())
         return error("{}: quantized checkpoints ('quantization_config') are not supported yet", source);
@@ -272,6 +332,10 @@ Status ModelConfig::validate() const {
     if (rotary_dim() % 2 != 0 || rotary_dim() <= 0 || rotary_dim() > head_dim)
         return error("rotary dimension {} (head_dim x partial_rotary_factor) must be even and in (0, head_dim]",
                      rotary_dim());
+    if (rope.type == RopeType::kLongRope &&
+        (int64_t(rope.short_factor.size()) != rotary_dim() / 2 || int64_t(rope.long_factor.size()) != rotary_dim() / 2))
+        return error("longrope 'short_factor' ({}) and 'long_factor' ({}) must each have rotary_dim / 2 = {} entries",
+                     rope.short_factor.size(), rope.long_factor.size(), rotary_dim() / 2);
     if (sliding_window < 0) return error("'sliding_window' must not be negative, got {}", sliding_window);
     if (!(rms_norm_eps > 0)) return error("'rms_norm_eps' must be positive, got {}", rms_norm_eps);
     return Status::ok();
@@ -280,7 +344,8 @@ Status ModelConfig::validate() const {
 int64_t ModelConfig::derived_max_model_len() const {
     switch (rope.type) {
         case RopeType::kDefault:
-        case RopeType::kLlama3: return max_position_embeddings;
+        case RopeType::kLlama3:
+        case RopeType::kLongRope: return max_position_embeddings;  // Phi3 stores the extended length
         case RopeType::kLinear:
         case RopeType::kDynamic: return int64_t(double(max_position_embeddings) * rope.factor);
         case RopeType::kYarn: {

@@ -15,7 +15,7 @@
 
 namespace taco {
 
-enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn };
+enum class RopeType { kDefault, kLinear, kDynamic, kLlama3, kYarn, kLongRope };
 
 struct RopeConfig {
     RopeType type = RopeType::kDefault;
@@ -28,6 +28,9 @@ struct RopeConfig {
     double beta_fast = 32.0, beta_slow = 1.0;              // yarn
     std::optional<double> mscale, mscale_all_dim;          // yarn (DeepSeek style)
     bool truncate = true;                                  // yarn
+    // longrope (Phi3): per-frequency divisors [rotary_dim / 2]; the long ones serve requests that may grow past
+    // original_max_position_embeddings. `factor` defaults to max_position_embeddings / original.
+    std::vector<double> short_factor, long_factor;
 };
 
 enum class LayerAttention { kFull, kSliding };
@@ -62,6 +65,8 @@ struct ModelConfig {
     RopeConfig rope;
     std::optional<DType> dtype;  // torch_dtype / dtype as saved
     GenerationDefaults generation;
+    // Sliding-window layers' own rope (Gemma3: rope_local_base_freq, or rope_parameters.sliding_attention).
+    std::optional<RopeConfig> rope_local;
     nlohmann::json raw;  // the whole config.json, for architecture-specific keys
 
     // Reads DIR/config.json and, if present, DIR/generation_config.json.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace taco {
 namespace {
@@ -80,6 +81,29 @@ void apply_yarn(const ModelConfig& config, int dim, std::vector<float>& inv_freq
     }
 }
 
+// transformers: 1.0 / (ext_factors * base ** (arange(0, dim, 2) / dim)) in fp32, ext_factors short or long; the
+// attention factor defaults to sqrt(1 + ln(factor) / ln(original)) when the scale exceeds 1.
+void apply_longrope(const RopeConfig& rope, int dim, RotaryFrequencies& out) {
+    auto scaled = [&](const std::vector<double>& ext) {
+        std::vector<float> inv(size_t(dim / 2));
+        for (int i = 0; i < dim / 2; ++i) {
+            float p = float(std::pow(rope.theta, double(float(2 * i) / float(dim))));
+            inv[size_t(i)] = 1.0f / (float(ext[size_t(i)]) * p);
+        }
+        return inv;
+    };
+    out.inv_freq = scaled(rope.short_factor);
+    out.inv_freq_long = scaled(rope.long_factor);
+    out.long_rope_threshold = rope.original_max_position_embeddings;
+    double attention = 1.0;
+    if (rope.attention_factor) {
+        attention = *rope.attention_factor;
+    } else if (rope.factor > 1.0) {
+        attention = std::sqrt(1 + std::log(rope.factor) / std::log(double(rope.original_max_position_embeddings)));
+    }
+    out.attention_scaling = float(attention);
+}
+
 }  // namespace
 
 RotaryFrequencies compute_rotary_frequencies(const ModelConfig& config) {
@@ -103,12 +127,24 @@ RotaryFrequencies compute_rotary_frequencies(const ModelConfig& config) {
         }
         case RopeType::kLlama3: apply_llama3(rope, out.inv_freq); break;
         case RopeType::kYarn: apply_yarn(config, dim, out.inv_freq, out.attention_scaling); break;
+        case RopeType::kLongRope: apply_longrope(rope, dim, out); break;
     }
     return out;
 }
 
 RotaryTables::RotaryTables(const ModelConfig& config)
     : frequencies_(compute_rotary_frequencies(config)), rotary_dim_(int(config.rotary_dim())) {}
+
+RotaryTables::RotaryTables(RotaryFrequencies frequencies, int rotary_dim)
+    : frequencies_(std::move(frequencies)), rotary_dim_(rotary_dim) {}
+
+std::unique_ptr<RotaryTables> RotaryTables::long_rope_tables() const {
+    if (frequencies_.long_rope_threshold <= 0) return nullptr;
+    RotaryFrequencies f;
+    f.inv_freq = frequencies_.inv_freq_long;
+    f.attention_scaling = frequencies_.attention_scaling;
+    return std::make_unique<RotaryTables>(std::move(f), rotary_dim_);
+}
 
 void RotaryTables::ensure(int64_t num_positions) {
     if (num_positions <= num_positions_) return;

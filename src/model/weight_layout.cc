@@ -38,7 +38,6 @@ Result<QkvRows> qkv_rows(QkvLayout layout, int64_t heads, int64_t kv_heads, int6
         for (int64_t d = 0; d < head_dim; ++d) dst.push_back(first_row + d);
     };
     switch (layout) {
-        case QkvLayout::kSeparate: return error("the q, k and v projections are not fused in this architecture");
         case QkvLayout::kConcatenated:
             for (int64_t h = 0; h < heads; ++h) append(out.q, h * head_dim);
             for (int64_t h = 0; h < kv_heads; ++h) append(out.k, (heads + h) * head_dim);

@@ -26,13 +26,16 @@ std::string golden_model_dir(const std::string& name) {
     return std::string(TACO_SOURCE_DIR) + "/tests/data/models/" + name;
 }
 
-CommandResult run_taco(const std::string& args, const std::string& stdin_text) {
+CommandResult run_taco(const std::string& args, const std::string& stdin_text,
+                       const std::vector<std::pair<std::string, std::string>>& env) {
     static std::atomic<int> counter{0};
     const std::string base =
         ::testing::TempDir() + "/taco_cli_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
     std::ofstream(base + ".in", std::ios::binary) << stdin_text;
-    const std::string command =
-        std::string(TACO_BINARY_DIR) + "/taco_llm " + args + " <" + base + ".in >" + base + ".out 2>" + base + ".err";
+    std::string env_prefix;
+    for (const auto& [name, value] : env) env_prefix += name + "='" + value + "' ";
+    const std::string command = env_prefix + std::string(TACO_BINARY_DIR) + "/taco_llm " + args + " <" + base +
+                                ".in >" + base + ".out 2>" + base + ".err";
     int status = std::system(command.c_str());
     CommandResult result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace taco::testing_util {
 
@@ -11,8 +13,10 @@ struct CommandResult {
     std::string err;
 };
 
-// `args` is appended to the binary path as is (shell syntax); `stdin_text` is fed on standard input.
-CommandResult run_taco(const std::string& args, const std::string& stdin_text = "");
+// `args` is appended to the binary path as is (shell syntax); `stdin_text` is fed on standard input; `env` adds
+// environment variables for this run only.
+CommandResult run_taco(const std::string& args, const std::string& stdin_text = "",
+                       const std::vector<std::pair<std::string, std::string>>& env = {});
 
 std::string golden_model_dir(const std::string& name);
 

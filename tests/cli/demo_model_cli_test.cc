@@ -12,6 +12,7 @@
 namespace taco {
 namespace {
 
+using testing_util::golden_model_dir;
 using testing_util::run_taco;
 
 const std::string kDemo = std::string(TACO_SOURCE_DIR) + "/models/demo";
@@ -54,6 +55,26 @@ TEST(DemoModelCli, ChatAnswerEndsWithImEnd) {
     auto out = nlohmann::json::parse(r.out);
     EXPECT_EQ(out["finish_reason"], "stop") << r.out;
     EXPECT_EQ(out["token_ids"].back(), 2) << r.out;
+}
+
+TEST(DemoModelCli, GenerateWithoutAModelUsesTheBuiltInDemoModel) {
+    const std::string flags = " --prompt \"LOVE, n.\" --max-tokens 12 --temperature 0 --json";
+    auto implicit = run_taco("generate" + flags);
+    ASSERT_EQ(implicit.exit_code, 0) << implicit.err;
+    auto explicit_dir = run_taco("generate " + kDemo + flags);
+    ASSERT_EQ(explicit_dir.exit_code, 0) << explicit_dir.err;
+    EXPECT_EQ(nlohmann::json::parse(implicit.out)["token_ids"], nlohmann::json::parse(explicit_dir.out)["token_ids"]);
+    EXPECT_EQ(nlohmann::json::parse(implicit.out)["token_ids"].size(), 12u);
+}
+
+TEST(DemoModelCli, TacoLlmDemoModelOverridesWhereTheDemoModelIsFound) {
+    auto r = run_taco("generate --prompt-ids 5,6 --max-tokens 2 --json", "",
+                      {{"TACO_LLM_DEMO_MODEL", golden_model_dir("llama")}});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["token_ids"].size(), 2u);
+    auto missing = run_taco("generate --prompt-ids 5,6 --json", "", {{"TACO_LLM_DEMO_MODEL", "/nonexistent/demo"}});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.err.find("/nonexistent/demo is not a model folder"), std::string::npos) << missing.err;
 }
 
 TEST(DemoModelCli, PerplexityPrintsTokensAndPerplexityWithinHalfAPercentOfTransformers) {

@@ -6,10 +6,10 @@
 namespace taco::testing_util {
 namespace {
 
-TEST(ServeCli, NoModelIsAClearError) {
-    CommandResult r = run_taco("serve");
+TEST(ServeCli, NoModelAndNoDemoModelIsAClearError) {
+    CommandResult r = run_taco("serve", "", {{"TACO_LLM_DEMO_MODEL", "/nonexistent/demo"}});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("no model given"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("TACO_LLM_DEMO_MODEL=/nonexistent/demo"), std::string::npos) << r.err;
 }
 
 TEST(ServeCli, UnknownFlagIsAnErrorNamingIt) {

@@ -38,6 +38,7 @@ std::vector<std::vector<std::vector<float>>> run_together(Decoder& decoder, cons
         }
         batch.attention.block_tables.push_back(table);
         batch.attention.query_start.push_back(int32_t(batch.token_ids.size()));
+        batch.max_lengths.push_back(int64_t(s.ids.size()));
     }
     Tensor logits = decoder.forward(batch, kv);
     std::vector<std::vector<std::vector<float>>> out(sequences.size());
@@ -59,6 +60,7 @@ std::vector<std::vector<float>> run_chunked(Decoder& decoder, const std::vector<
         ForwardBatch batch;
         batch.attention.query_start = {0, int32_t(end - begin)};
         batch.attention.block_tables = {table};
+        batch.max_lengths = {int64_t(ids.size())};
         for (int64_t p = begin; p < end; ++p) {
             batch.logits_indices.push_back(int32_t(p - begin));
             batch.token_ids.push_back(ids[size_t(p)]);

@@ -1,5 +1,6 @@
 // Test helper: runs several sequences through the decoder in one ForwardBatch (or in chunks), with their own
-// block tables, returning the logits of every computed token. Used to check batch invariance.
+// block tables, returning the logits of every computed token. Used to check batch invariance. Each sequence's
+// max length (LongRoPE's choice of factors) is its number of ids, as the engine's prompt + max_tokens.
 #pragma once
 
 #include <vector>

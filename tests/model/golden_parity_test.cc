@@ -69,6 +69,21 @@ TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
     for (size_t i = 0; i < expected.size(); ++i)
         EXPECT_NEAR(freq.inv_freq[i], expected[i], 2e-7 * std::abs(expected[i]) + 1e-12) << "inv_freq[" << i << "]";
     EXPECT_NEAR(freq.attention_scaling, golden_.golden["attention_scaling"].get<double>(), 1e-6);
+    // LongRoPE's long factors and Gemma3's sliding-layer rope, where the golden records them.
+    auto expect_equal = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+        ASSERT_EQ(got.size(), want.size()) << what;
+        for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], 2e-7 * std::abs(want[i]) + 1e-12) << what << "[" << i << "]";
+    };
+    if (golden_.golden.contains("inv_freq_long"))
+        expect_equal(freq.inv_freq_long, golden_.golden["inv_freq_long"].get<std::vector<double>>(), "inv_freq_long");
+    if (golden_.golden.contains("inv_freq_local")) {
+        ModelConfig local = decoder_->config();
+        ASSERT_TRUE(local.rope_local.has_value());
+        local.rope = *local.rope_local;
+        expect_equal(compute_rotary_frequencies(local).inv_freq,
+                     golden_.golden["inv_freq_local"].get<std::vector<double>>(), "inv_freq_local");
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, GoldenParity, ::testing::ValuesIn(testing_util::golden_model_names()),

@@ -89,7 +89,9 @@ TEST(GptConfig, FalconKvHeadsFollowTheDecoderArchitecture) {
     auto spec = arch_spec_for(parse(config));
     ASSERT_TRUE(spec.is_ok());
     EXPECT_EQ(spec->qkv_layout, QkvLayout::kPerKvGroup);
-    EXPECT_EQ(spec->residual, ResidualKind::kParallel);
+    EXPECT_TRUE(spec->fused_qkv);
+    EXPECT_TRUE(spec->parallel_residual);
+    EXPECT_TRUE(spec->parallel_mlp_norm);
 }
 
 TEST(GptConfig, OptPostNormHasNoFinalNormAndProjectionsFollowWordEmbedProjDim) {
@@ -101,7 +103,7 @@ TEST(GptConfig, OptPostNormHasNoFinalNormAndProjectionsFollowWordEmbedProjDim) {
     EXPECT_EQ(c.hidden_act, "relu");
     auto spec = arch_spec_for(c);
     ASSERT_TRUE(spec.is_ok());
-    EXPECT_EQ(spec->residual, ResidualKind::kSequentialPostNorm);
+    EXPECT_TRUE(spec->post_norm);
     EXPECT_TRUE(spec->names.final_norm.empty());
     EXPECT_EQ(spec->embed_dim, 32);
     EXPECT_EQ(spec->names.project_in, "model.decoder.project_in");

@@ -70,7 +70,6 @@ TEST(WeightLayout, PerKvGroupQkvPutsEachGroupsQueriesBeforeItsKeyAndValue) {
     EXPECT_EQ(rows->k, (std::vector<int64_t>{2, 6}));
     EXPECT_EQ(rows->v, (std::vector<int64_t>{3, 7}));
     EXPECT_FALSE(qkv_rows(QkvLayout::kPerKvGroup, 4, 3, 1).is_ok());
-    EXPECT_FALSE(qkv_rows(QkvLayout::kSeparate, 4, 2, 1).is_ok());
 }
 
 TEST(Alibi, SlopesOfAPowerOfTwoHeadCountAreGeometric) {

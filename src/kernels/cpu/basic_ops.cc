@@ -27,6 +27,7 @@ float activate(float x, Activation act) {
         }
         case Activation::kGeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
         case Activation::kRelu: return x > 0 ? x : 0.0f;
+        case Activation::kRelu2: return x > 0 ? x * x : 0.0f;
     }
     return x;
 }

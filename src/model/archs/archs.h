@@ -8,6 +8,19 @@ namespace taco::archs {
 Result<ArchSpec> llama(const ModelConfig& config);
 Result<ArchSpec> mistral(const ModelConfig& config);
 Result<ArchSpec> qwen2(const ModelConfig& config);
+Result<ArchSpec> gemma(const ModelConfig& config);
+Result<ArchSpec> gemma2(const ModelConfig& config);
+Result<ArchSpec> gemma3(const ModelConfig& config);
+Result<ArchSpec> qwen3(const ModelConfig& config);
+Result<ArchSpec> phi3(const ModelConfig& config);
+Result<ArchSpec> stablelm(const ModelConfig& config);
+Result<ArchSpec> starcoder2(const ModelConfig& config);
+Result<ArchSpec> nemotron(const ModelConfig& config);
+
+// Shared by the Gemma builders.
+Result<ops::Activation> gemma_activation(const ModelConfig& config);
+// Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
+std::vector<LayerAttention> sliding_pattern_layers(const ModelConfig& config, int64_t pattern);
 
 }  // namespace taco::archs
 
@@ -22,10 +35,5 @@ Result<ArchSpec> opt(const ModelConfig& config);
 Result<ArchSpec> phi(const ModelConfig& config);
 Result<ArchSpec> falcon(const ModelConfig& config);
 Result<ArchSpec> bloom(const ModelConfig& config);
-
-// Typed reads of a family's own config.json keys (ModelConfig::raw): absent or null gives `fallback`; a value
-// of another type is an error naming the key.
-Result<bool> config_bool(const ModelConfig& config, const char* key, bool fallback);
-Result<int64_t> config_int(const ModelConfig& config, const char* key, int64_t fallback);
 
 }  // namespace taco::archs

@@ -1,14 +1,14 @@
 // BloomForCausalLM: ALiBi (no position embeddings), a LayerNorm right after the word embeddings, fused
 // query_key_value laid out per head [q_h | k_h | v_h], biases everywhere, tanh-gelu MLP, tied head.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
 Result<ArchSpec> bloom(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "BloomForCausalLM";
-    TACO_ASSIGN_OR_RETURN(bool residual_post_norm,
-                          config_bool(config, "apply_residual_connection_post_layernorm", false));
+    TACO_ASSIGN_OR_RETURN(bool residual_post_norm, bool_or(config, "apply_residual_connection_post_layernorm", false));
     if (residual_post_norm)
         return error("config.json: 'apply_residual_connection_post_layernorm' = true is not supported");
     spec.norm = NormKind::kLayerNorm;
@@ -17,6 +17,7 @@ Result<ArchSpec> bloom(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
     spec.tied_embeddings = config.tie_word_embeddings;
     spec.positions = PositionEncoding::kAlibi;
+    spec.fused_qkv = true;
     spec.qkv_layout = QkvLayout::kPerHead;
     spec.gated_mlp = false;
     spec.base_model_prefix = "transformer";

@@ -5,18 +5,19 @@
 // post_attention_layernorm. Rotary (neox), or ALiBi added before the 1/sqrt(head_dim) scaling (alibi).
 // Biases on every linear with `bias`; LayerNorms always have them; head tied by default.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
 Result<ArchSpec> falcon(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "FalconForCausalLM";
-    TACO_ASSIGN_OR_RETURN(bool new_architecture, config_bool(config, "new_decoder_architecture", false));
-    TACO_ASSIGN_OR_RETURN(bool multi_query, config_bool(config, "multi_query", true));
-    TACO_ASSIGN_OR_RETURN(bool parallel_attn, config_bool(config, "parallel_attn", true));
-    TACO_ASSIGN_OR_RETURN(bool alibi, config_bool(config, "alibi", false));
-    TACO_ASSIGN_OR_RETURN(bool bias, config_bool(config, "bias", false));
-    TACO_ASSIGN_OR_RETURN(int64_t num_ln, config_int(config, "num_ln_in_parallel_attn", new_architecture ? 2 : 1));
+    TACO_ASSIGN_OR_RETURN(bool new_architecture, bool_or(config, "new_decoder_architecture", false));
+    TACO_ASSIGN_OR_RETURN(bool multi_query, bool_or(config, "multi_query", true));
+    TACO_ASSIGN_OR_RETURN(bool parallel_attn, bool_or(config, "parallel_attn", true));
+    TACO_ASSIGN_OR_RETURN(bool alibi, bool_or(config, "alibi", false));
+    TACO_ASSIGN_OR_RETURN(bool bias, bool_or(config, "bias", false));
+    TACO_ASSIGN_OR_RETURN(int64_t num_ln, int_or(config, "num_ln_in_parallel_attn", new_architecture ? 2 : 1));
     spec.norm = NormKind::kLayerNorm;
     spec.norm_bias = true;
     spec.qkv_bias = spec.o_bias = spec.mlp_bias = bias;
@@ -36,13 +37,14 @@ Result<ArchSpec> falcon(const ModelConfig& config) {
     n.up_proj = "transformer.h.{}.mlp.dense_h_to_4h";
     n.down_proj = "transformer.h.{}.mlp.dense_4h_to_h";
     if (new_architecture) {
+        spec.fused_qkv = true;
         spec.qkv_layout = QkvLayout::kPerKvGroup;
         if (num_ln == 2) {
-            spec.residual = ResidualKind::kParallel;
+            spec.parallel_residual = spec.parallel_mlp_norm = true;
             n.input_norm = "transformer.h.{}.ln_attn.weight";
             n.post_attention_norm = "transformer.h.{}.ln_mlp.weight";
         } else if (num_ln == 1 && parallel_attn) {
-            spec.residual = ResidualKind::kParallelSharedNorm;
+            spec.parallel_residual = true;
             n.input_norm = "transformer.h.{}.input_layernorm.weight";
             n.post_attention_norm.clear();
         } else {
@@ -52,13 +54,13 @@ Result<ArchSpec> falcon(const ModelConfig& config) {
                 num_ln, parallel_attn);
         }
     } else {
+        spec.fused_qkv = true;
         spec.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
         n.input_norm = "transformer.h.{}.input_layernorm.weight";
         if (parallel_attn) {
-            spec.residual = ResidualKind::kParallelSharedNorm;
+            spec.parallel_residual = true;
             n.post_attention_norm.clear();
         } else {
-            spec.residual = ResidualKind::kSequential;
             n.post_attention_norm = "transformer.h.{}.post_attention_layernorm.weight";
         }
     }

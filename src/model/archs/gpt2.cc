@@ -1,13 +1,14 @@
 // GPT2LMHeadModel: learned absolute positions (wpe), LayerNorm with biases, fused c_attn ([q | k | v]) stored as
 // Conv1D ([in, out], transposed at load), gelu_new MLP without a gate, tied head.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
 Result<ArchSpec> gpt2(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "GPT2LMHeadModel";
-    TACO_ASSIGN_OR_RETURN(bool cross_attention, config_bool(config, "add_cross_attention", false));
+    TACO_ASSIGN_OR_RETURN(bool cross_attention, bool_or(config, "add_cross_attention", false));
     if (cross_attention) return error("config.json: 'add_cross_attention' (encoder-decoder GPT-2) is not supported");
     spec.norm = NormKind::kLayerNorm;
     spec.norm_bias = true;
@@ -15,12 +16,14 @@ Result<ArchSpec> gpt2(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
     spec.tied_embeddings = config.tie_word_embeddings;
     spec.positions = PositionEncoding::kLearned;
+    spec.fused_qkv = true;
     spec.qkv_layout = QkvLayout::kConcatenated;
     spec.transposed_linears = true;
     spec.gated_mlp = false;
-    TACO_ASSIGN_OR_RETURN(spec.scale_attn_weights, config_bool(config, "scale_attn_weights", true));
+    TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
+    if (!scale_attn_weights) spec.attention_scale = 1.0f;
     TACO_ASSIGN_OR_RETURN(spec.scale_attn_by_inverse_layer_idx,
-                          config_bool(config, "scale_attn_by_inverse_layer_idx", false));
+                          bool_or(config, "scale_attn_by_inverse_layer_idx", false));
     spec.base_model_prefix = "transformer";
     WeightNames& n = spec.names;
     n.embed = "transformer.wte.weight";

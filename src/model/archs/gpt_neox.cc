@@ -2,23 +2,25 @@
 // neox rotary (rotary_pct), LayerNorm with biases, gelu MLP without a gate, parallel residual unless
 // use_parallel_residual is false, untied embed_out.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
 Result<ArchSpec> gpt_neox(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "GPTNeoXForCausalLM";
-    TACO_ASSIGN_OR_RETURN(bool parallel, config_bool(config, "use_parallel_residual", true));
-    TACO_ASSIGN_OR_RETURN(bool attention_bias, config_bool(config, "attention_bias", true));
+    TACO_ASSIGN_OR_RETURN(bool parallel, bool_or(config, "use_parallel_residual", true));
+    TACO_ASSIGN_OR_RETURN(bool attention_bias, bool_or(config, "attention_bias", true));
     spec.norm = NormKind::kLayerNorm;
     spec.norm_bias = true;
     spec.qkv_bias = spec.o_bias = attention_bias;
     spec.mlp_bias = true;
     TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
     spec.tied_embeddings = config.tie_word_embeddings;
+    spec.fused_qkv = true;
     spec.qkv_layout = QkvLayout::kPerHead;
     spec.gated_mlp = false;
-    spec.residual = parallel ? ResidualKind::kParallel : ResidualKind::kSequential;
+    spec.parallel_residual = spec.parallel_mlp_norm = parallel;
     spec.base_model_prefix = "gpt_neox";
     WeightNames& n = spec.names;
     n.embed = "gpt_neox.embed_in.weight";

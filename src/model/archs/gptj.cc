@@ -1,6 +1,7 @@
 // GPTJForCausalLM: one LayerNorm feeding attention and MLP in parallel, interleaved (GPT-J style) rotary on the
 // first rotary_dim of each head, no attention biases, gelu_new MLP, untied head with a bias.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
@@ -14,7 +15,7 @@ Result<ArchSpec> gptj(const ModelConfig& config) {
     spec.tied_embeddings = config.tie_word_embeddings;
     spec.neox_rotary = false;
     spec.gated_mlp = false;
-    spec.residual = ResidualKind::kParallelSharedNorm;
+    spec.parallel_residual = true;
     spec.lm_head_bias = true;
     spec.base_model_prefix = "transformer";
     WeightNames& n = spec.names;

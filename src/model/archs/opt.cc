@@ -2,17 +2,18 @@
 // or, with do_layer_norm_before = false (opt-350m), post-norm layers and no final norm; project_in/project_out
 // when word_embed_proj_dim differs from hidden_size. Head tied to the embedding.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
 Result<ArchSpec> opt(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "OPTForCausalLM";
-    TACO_ASSIGN_OR_RETURN(bool norm_before, config_bool(config, "do_layer_norm_before", true));
-    TACO_ASSIGN_OR_RETURN(bool remove_final_norm, config_bool(config, "_remove_final_layer_norm", false));
-    TACO_ASSIGN_OR_RETURN(bool bias, config_bool(config, "enable_bias", true));
-    TACO_ASSIGN_OR_RETURN(bool affine, config_bool(config, "layer_norm_elementwise_affine", true));
-    TACO_ASSIGN_OR_RETURN(int64_t embed_dim, config_int(config, "word_embed_proj_dim", config.hidden_size));
+    TACO_ASSIGN_OR_RETURN(bool norm_before, bool_or(config, "do_layer_norm_before", true));
+    TACO_ASSIGN_OR_RETURN(bool remove_final_norm, bool_or(config, "_remove_final_layer_norm", false));
+    TACO_ASSIGN_OR_RETURN(bool bias, bool_or(config, "enable_bias", true));
+    TACO_ASSIGN_OR_RETURN(bool affine, bool_or(config, "layer_norm_elementwise_affine", true));
+    TACO_ASSIGN_OR_RETURN(int64_t embed_dim, int_or(config, "word_embed_proj_dim", config.hidden_size));
     if (!affine) return error("config.json: 'layer_norm_elementwise_affine' = false is not supported");
     if (embed_dim <= 0) return error("config.json: 'word_embed_proj_dim' must be positive, got {}", embed_dim);
     spec.norm = NormKind::kLayerNorm;
@@ -23,7 +24,7 @@ Result<ArchSpec> opt(const ModelConfig& config) {
     spec.positions = PositionEncoding::kLearned;
     spec.position_offset = 2;
     spec.gated_mlp = false;
-    spec.residual = norm_before ? ResidualKind::kSequential : ResidualKind::kSequentialPostNorm;
+    spec.post_norm = !norm_before;
     spec.embed_dim = embed_dim;
     spec.base_model_prefix = "model";
     WeightNames& n = spec.names;

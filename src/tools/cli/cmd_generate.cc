@@ -1,4 +1,4 @@
-// `taco_llm generate MODEL (--prompt TEXT | --prompt-ids 1,2,3 | --prompts-file F.jsonl) [sampling flags]`:
+// `taco_llm generate [MODEL] (--prompt TEXT | --prompt-ids 1,2,3 | --prompts-file F.jsonl) [sampling flags]`:
 // offline generation through the engine; every prompt runs together (continuous batching) and results are
 // printed one per line in input order.
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/sampling_json.h"
 #include "tools/cli/command.h"
+#include "tools/cli/demo_model.h"
 #include "tools/cli/device_option.h"
 #include "tools/cli/engine_flags.h"
 
@@ -168,7 +169,7 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
 const CommandRegistrar registrar(10, [](CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     CLI::App* sub = app.add_subcommand("generate", "Generate continuations of prompts offline (all batched together)");
-    sub->add_option("model", args->engine.model_dir, "Model folder (config.json + *.safetensors)")->required();
+    sub->add_option("model", args->engine.model_dir, "Model folder (default: the built-in demo model)");
     auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text (needs the model's tokenizer)");
     auto* prompt_ids = sub->add_option("--prompt-ids", args->prompt_ids, "Prompt token ids, comma-separated");
     auto* prompts_file = sub->add_option("--prompts-file", args->prompts_file,
@@ -194,6 +195,11 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
     sub->callback([args, prompt, prompt_ids, prompts_file] {
         if (prompt->count() + prompt_ids->count() + prompts_file->count() == 0)
             fail("one of --prompt, --prompt-ids or --prompts-file is required");
+        if (args->engine.model_dir.empty()) {
+            auto dir = find_demo_model();
+            if (!dir) fail(dir.status().message());
+            args->engine.model_dir = *dir;
+        }
         run_generate(*args, prompt->count() > 0, prompt_ids->count() > 0);
     });
 });

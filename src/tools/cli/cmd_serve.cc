@@ -15,6 +15,7 @@
 #include "server/api_server.h"
 #include "server/hf_cache.h"
 #include "tools/cli/command.h"
+#include "tools/cli/demo_model.h"
 #include "tools/cli/engine_flags.h"
 
 namespace taco::cli {
@@ -70,8 +71,14 @@ extern "C" void on_signal(int signal) { g_signal.store(signal); }
 void run_serve(ServeArgs& args) {
     std::string& model = args.engine.model_dir;
     if (model.empty()) model = args.model_flag;
-    if (model.empty()) fail("no model given (the built-in demo model is models/demo; pass it)");
-    const std::string model_arg = model;
+    const bool demo = model.empty();
+    if (demo) {
+        auto dir = find_demo_model();
+        if (!dir) fail(dir.status().message());
+        model = *dir;
+    }
+    // The name the API reports by default: MODEL as given, or "demo" for the built-in model.
+    const std::string model_arg = demo ? std::string("demo") : model;
     auto resolved = server::resolve_model_dir(model, server::hf_hub_cache_dir());
     if (!resolved) fail(resolved.status().message());
     model = *resolved;
@@ -90,6 +97,7 @@ void run_serve(ServeArgs& args) {
     options.served_model_names =
         args.served_model_names.empty() ? std::vector<std::string>{model_arg} : args.served_model_names;
     options.log_requests = !args.disable_log_requests;
+    options.generation_config = args.generation_config;
     options.http.num_threads = args.num_io_threads;
     if (options.api_key.empty()) {
         for (const char* name : {"VLLM_API_KEY", "TACO_LLM_API_KEY"})
@@ -127,7 +135,7 @@ void run_serve(ServeArgs& args) {
 const CommandRegistrar registrar(15, [](CLI::App& app) {
     auto args = std::make_shared<ServeArgs>();
     CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and flags)");
-    sub->add_option("model", args->engine.model_dir, "Model folder (config.json + *.safetensors + tokenizer)");
+    sub->add_option("model", args->engine.model_dir, "Model folder or hub id (default: the built-in demo model)");
     sub->add_option("--model", args->model_flag, "Same as the positional MODEL");
     sub->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
     sub->add_option("--port", args->server.http.port, "Port to listen on (0: any free port)")->capture_default_str();

@@ -1,4 +1,4 @@
-#include "model/config_keys.h"
+#include "model/config_aliases.h"
 
 #include <cmath>
 
@@ -76,6 +76,7 @@ Status gpt2_keys(json& out, const std::string& source) {
     alias(out, "max_position_embeddings", {"n_positions"}, 1024);
     alias(out, "rms_norm_eps", {"layer_norm_epsilon"}, 1e-5);
     alias(out, "hidden_act", {"activation_function"}, "gelu_new");
+    tie_default(out, true);
     return feed_forward_size(out, {"n_inner"}, source);
 }
 
@@ -112,6 +113,7 @@ Status gpt_neox_keys(json& out) {
 Status opt_keys(json& out, const std::string& source) {
     alias(out, "hidden_act", {"activation_function"}, "relu");
     alias(out, "rms_norm_eps", {}, 1e-5);  // nn.LayerNorm's default: OPT has no key for it
+    tie_default(out, true);
     return feed_forward_size(out, {"ffn_dim"}, source);
 }
 
@@ -131,6 +133,7 @@ Status falcon_keys(json& out, const std::string& source) {
     alias(out, "num_attention_heads", {"n_head"});
     alias(out, "rms_norm_eps", {"layer_norm_epsilon"}, 1e-5);
     alias(out, "hidden_act", {"activation"}, "gelu");
+    tie_default(out, true);
     TACO_ASSIGN_OR_RETURN(bool new_architecture, bool_key(out, "new_decoder_architecture", false, source));
     TACO_ASSIGN_OR_RETURN(bool multi_query, bool_key(out, "multi_query", true, source));
     if (!present(out, "num_key_value_heads")) {
@@ -151,6 +154,7 @@ Status bloom_keys(json& out, const std::string& source) {
     alias(out, "num_attention_heads", {"n_head"}, 8);
     alias(out, "rms_norm_eps", {"layer_norm_epsilon"}, 1e-5);
     alias(out, "hidden_act", {}, "gelu_pytorch_tanh");  // bloom_gelu_forward is the tanh approximation
+    tie_default(out, true);
     return feed_forward_size(out, {}, source);
 }
 
