@@ -22,6 +22,15 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"StableLmForCausalLM", &archs::stablelm},
         {"Starcoder2ForCausalLM", &archs::starcoder2},
         {"NemotronForCausalLM", &archs::nemotron},
+        // GPT-style families
+        {"GPT2LMHeadModel", &archs::gpt2},
+        {"GPTBigCodeForCausalLM", &archs::gpt_bigcode},
+        {"GPTNeoXForCausalLM", &archs::gpt_neox},
+        {"GPTJForCausalLM", &archs::gptj},
+        {"OPTForCausalLM", &archs::opt},
+        {"PhiForCausalLM", &archs::phi},
+        {"FalconForCausalLM", &archs::falcon},
+        {"BloomForCausalLM", &archs::bloom},
         // MoE
         {"MixtralForCausalLM", &archs::mixtral},
         {"Qwen2MoeForCausalLM", &archs::qwen2_moe},

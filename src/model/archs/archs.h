@@ -28,3 +28,17 @@ Result<ArchSpec> qwen3_moe(const ModelConfig& config);
 Result<MoeSpec> qwen_moe_spec(const ModelConfig& config);  // Qwen2/Qwen3 MoE layer pattern and names
 
 }  // namespace taco::archs
+
+namespace taco::archs {
+
+// GPT-style families
+Result<ArchSpec> gpt2(const ModelConfig& config);
+Result<ArchSpec> gpt_bigcode(const ModelConfig& config);
+Result<ArchSpec> gpt_neox(const ModelConfig& config);
+Result<ArchSpec> gptj(const ModelConfig& config);
+Result<ArchSpec> opt(const ModelConfig& config);
+Result<ArchSpec> phi(const ModelConfig& config);
+Result<ArchSpec> falcon(const ModelConfig& config);
+Result<ArchSpec> bloom(const ModelConfig& config);
+
+}  // namespace taco::archs
