@@ -35,6 +35,8 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"MixtralForCausalLM", &archs::mixtral},
         {"Qwen2MoeForCausalLM", &archs::qwen2_moe},
         {"Qwen3MoeForCausalLM", &archs::qwen3_moe},
+        {"PhiMoEForCausalLM", &archs::phimoe},
+        {"PhimoeForCausalLM", &archs::phimoe},
         // clang-format on
     };
     return table;

@@ -25,6 +25,7 @@ std::vector<LayerAttention> sliding_pattern_layers(const ModelConfig& config, in
 Result<ArchSpec> mixtral(const ModelConfig& config);
 Result<ArchSpec> qwen2_moe(const ModelConfig& config);
 Result<ArchSpec> qwen3_moe(const ModelConfig& config);
+Result<ArchSpec> phimoe(const ModelConfig& config);
 Result<MoeSpec> qwen_moe_spec(const ModelConfig& config);  // Qwen2/Qwen3 MoE layer pattern and names
 
 }  // namespace taco::archs

@@ -4,6 +4,7 @@
 // (shared_expert_intermediate_size) scaled by sigmoid(mlp.shared_expert_gate). Layer l is sparse when
 // (l + 1) % decoder_sparse_step == 0 and l is not in mlp_only_layers; other layers keep a dense MLP.
 #include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
 
 namespace taco::archs {
 
@@ -30,12 +31,7 @@ Result<MoeSpec> qwen_moe_spec(const ModelConfig& config) {
 Result<ArchSpec> qwen2_moe(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "Qwen2MoeForCausalLM";
-    spec.qkv_bias = true;  // transformers 5 makes it a config key, default true
-    if (config.raw.contains("qkv_bias") && !config.raw["qkv_bias"].is_null()) {
-        if (!config.raw["qkv_bias"].is_boolean())
-            return error("config.json: 'qkv_bias' must be true or false, got {}", config.raw["qkv_bias"].dump());
-        spec.qkv_bias = config.raw["qkv_bias"].get<bool>();
-    }
+    TACO_ASSIGN_OR_RETURN(spec.qkv_bias, bool_or(config, "qkv_bias", true));  // a config key from transformers 5 on
     TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
     spec.tied_embeddings = config.tie_word_embeddings;
     spec.uses_sliding_window = true;
