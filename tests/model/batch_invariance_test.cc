@@ -45,8 +45,8 @@ TEST_P(BatchInvariance, LogitsAreBitwiseEqualAloneBatchedChunkedAndDecoded) {
 
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                          ::testing::Values("llama", "mistral", "qwen2", "llama_yarn", "llama_bias_tied", "gemma",
-                                           "qwen3", "phi3_longrope", "stablelm_qknorm_parallel", "starcoder2", "gemma2",
-                                           "gemma3", "nemotron",
+                                           "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
+                                           "starcoder2", "gemma2", "gemma3", "nemotron",
                                            // MoE
                                            "mixtral", "qwen2_moe", "qwen3_moe", "phimoe"),
                          [](const auto& info) { return info.param; });

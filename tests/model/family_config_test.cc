@@ -117,8 +117,9 @@ TEST(FamilyConfig, MissingFamilyKeysAreNamed) {
         const char* model;
         const char* key;
     };
-    for (const Case& c : {Case{"gemma2", "query_pre_attn_scalar"}, Case{"stablelm", "layer_norm_eps"},
-                          Case{"starcoder2", "norm_epsilon"}, Case{"nemotron", "norm_eps"}}) {
+    for (const Case& c :
+         {Case{"gemma2", "query_pre_attn_scalar"}, Case{"gemma3", "hidden_activation"},
+          Case{"stablelm", "layer_norm_eps"}, Case{"starcoder2", "norm_epsilon"}, Case{"nemotron", "norm_eps"}}) {
         const std::string dir = copy_model(c.model, std::string("missing_") + c.key);
         json config = read_json(dir + "/config.json");
         config.erase(c.key);

@@ -22,6 +22,7 @@ generation API of the oracle's transformers, so greedy decoding is done here wit
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
 
 Usage: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/oracle/make_remote_goldens.py [--only internlm]
+(TACO_REMOTE_CODE=<dir> when the oracle was built elsewhere than /work/oracle: its remote/ folder.)
 """
 
 import argparse
@@ -120,7 +121,8 @@ REMOTE_SPECS = {
         # checkpoint stores them unnormalised). hidden 48 / head_dim 8 to stay within the size limit.
         code_dir="baichuan2_13b", config_module="configuration_baichuan", config_class="BaichuanConfig",
         model_module="modeling_baichuan", model_class="BaichuanForCausalLM", seed=7006, position="alibi",
-        source="baichuan-inc/Baichuan2-13B-Chat@c6f8592 (model repository; mirrored as github:jrd77/Baichuan2-13B-Chat)",
+        source=("baichuan-inc/Baichuan2-13B-Chat@c6f8592 (model repository; mirrored as "
+                "github:jrd77/Baichuan2-13B-Chat)"),
         auto_map={"AutoConfig": "configuration_baichuan.BaichuanConfig",
                   "AutoModelForCausalLM": "modeling_baichuan.BaichuanForCausalLM"},
         fields=dict(vocab_size=512, hidden_size=48, intermediate_size=128, num_hidden_layers=2,
