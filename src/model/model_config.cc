@@ -115,6 +115,9 @@ Result<RopeConfig> finish_longrope(const json& config, const json& params, const
     if (rope.original_max_position_embeddings <= 0)
         return error("{}: rope type 'longrope' needs 'original_max_position_embeddings'", where);
     if (!p.has("factor")) rope.factor = double(max_position) / double(rope.original_max_position_embeddings);
+    rope.short_mscale = p.get_optional_double("short_mscale");
+    rope.long_mscale = p.get_optional_double("long_mscale");
+    TACO_RETURN_IF_ERROR(p.status());
     if (rope.factor <= 0) return error("{}: 'factor' must be positive, got {}", where, rope.factor);
     return rope;
 }

@@ -31,6 +31,8 @@ struct RopeConfig {
     // longrope (Phi3): per-frequency divisors [rotary_dim / 2]; the long ones serve requests that may grow past
     // original_max_position_embeddings. `factor` defaults to max_position_embeddings / original.
     std::vector<double> short_factor, long_factor;
+    // MoE: PhiMoE's LongRoPE scales cos/sin of the short and long tables by these instead of the derived factor.
+    std::optional<double> short_mscale, long_mscale;
 };
 
 enum class LayerAttention { kFull, kSliding };

@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                                            "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
                                            "starcoder2", "gemma2", "gemma3", "nemotron",
                                            // MoE
-                                           "mixtral", "qwen2_moe", "qwen3_moe", "phimoe"),
+                                           "mixtral", "qwen2_moe", "qwen3_moe", "phimoe", "phimoe_longrope"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

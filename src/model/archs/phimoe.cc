@@ -18,9 +18,9 @@ Result<ArchSpec> phimoe(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
     spec.tied_embeddings = config.tie_word_embeddings;
     spec.uses_sliding_window = true;
-    // Phi-3.5-MoE's LongRoPE scales cos/sin by short_mscale / long_mscale instead of Phi3's derived factor.
-    if (config.rope.type == RopeType::kLongRope)
-        return error("config.json: PhiMoE's LongRoPE (short_mscale / long_mscale) is not supported yet");
+    // Phi-3.5-MoE's LongRoPE scales cos/sin by short_mscale / long_mscale (RopeConfig) instead of Phi3's factor.
+    if (config.rope.type == RopeType::kLongRope && (!config.rope.short_mscale || !config.rope.long_mscale))
+        return error("config.json: PhiMoE's 'rope_scaling' of type longrope needs 'short_mscale' and 'long_mscale'");
     TACO_ASSIGN_OR_RETURN(spec.moe,
                           basic_moe_spec(config, "num_local_experts", config.intermediate_size, "intermediate_size"));
     if (spec.moe.top_k != 2)
