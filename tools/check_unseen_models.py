@@ -2,15 +2,19 @@
 """Greedy parity of taco_llm against transformers on freshly drawn random models it has never seen.
 
 Builds --count random models of the Llama (random rope kind), Mistral (sliding window) and Qwen2 (tied or not)
-families with randomized sizes, saves each in bf16 to a temp dir, computes the transformers fp32 greedy
-24-token continuation of a random prompt (redrawn until every step's top-1/top-2 margin is >= 1e-2), then runs
+families with randomized sizes (or, with --families, of the issue-G families of make_model_goldens.FAMILY_SPECS:
+the spec's shape with a fresh seed, 1-3 layers and a random vocabulary), saves each in bf16 to a temp dir,
+computes the transformers fp32 greedy 24-token continuation of a random prompt (redrawn until every step's top-1/top-2 margin is >= 1e-2), then runs
 
   TACO generate DIR --prompt-ids 1,2,3 --max-tokens 24 --min-tokens 24 --temperature 0 --json --device cpu
 
 and compares the token ids. Prints a table; exits 1 on any mismatch or taco failure.
 --dry-run builds the models and references only (no taco binary needed).
 
-Needs torch + transformers (the device machine); uses tools/make_model_goldens.py for saving and references.
+Needs torch + transformers: the device machine, or this machine's oracle (tools/setup_reference_env.sh):
+  PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/check_unseen_models.py --taco build/cpu/taco_llm \
+      --families gemma2 gpt2 mixtral --count 6
+Uses tools/make_model_goldens.py for saving and references.
 """
 
 import argparse
@@ -97,6 +101,31 @@ def draw_spec(rng, index):
     return family, config_class, fields, rope, prompt_len, desc
 
 
+def draw_family_spec(rng, name):
+    """A fresh model of FAMILY_SPECS[name]: same shape and options, 1-3 layers, a random vocabulary."""
+    spec = mg.FAMILY_SPECS[name]
+    fields = dict(spec["fields"])
+    layers = rng.randint(1, 3)
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if key in fields:
+            fields[key] = layers
+    vocab_key = "padded_vocab_size" if "padded_vocab_size" in fields else "vocab_size"
+    fields[vocab_key] = rng.randint(200, 512)
+    if "eos_token_id" in fields and rng.random() < 0.3:
+        fields["eos_token_id"] = [2, 3]
+    scaling = fields.get("rope_scaling") or {}
+    if scaling.get("type", scaling.get("rope_type")) == "longrope":
+        # transformers picks the LongRoPE table per forward from the current length: stay on one side of the
+        # original length for the whole continuation, as the goldens do.
+        original = fields.get("original_max_position_embeddings") or scaling["original_max_position_embeddings"]
+        prompt_len = rng.choice([rng.randint(5, max(5, original - mg.kMaxNewTokens)), rng.randint(original + 1, 90)])
+    else:
+        prompt_len = rng.randint(5, 90)
+    config_class = getattr(mg.transformers, spec["config_class"])
+    desc = f"{name:16s} L={layers} V={fields[vocab_key]:<3d} eos={fields.get('eos_token_id')}"
+    return name, config_class, fields, None, prompt_len, desc
+
+
 def run_taco(taco, model_dir, prompt_ids, device, timeout_s):
     """Returns (token ids, error string or None) from one taco_llm generate call."""
     cmd = [taco, "generate", model_dir, "--prompt-ids", ",".join(str(t) for t in prompt_ids),
@@ -136,11 +165,17 @@ def main():
     parser.add_argument("--dry-run", action="store_true", help="build models and references only")
     parser.add_argument("--keep", help="save the models under this folder instead of a temp dir")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per taco_llm call")
+    parser.add_argument("--families", nargs="*",
+                        help="draw from these make_model_goldens.FAMILY_SPECS names instead ('all': every one)")
     args = parser.parse_args()
     if not args.dry_run and not args.taco:
         parser.error("--taco is required unless --dry-run")
     if args.taco and not os.access(args.taco, os.X_OK):
         parser.error(f"--taco {args.taco} is not an executable file")
+    families = list(mg.FAMILY_SPECS) if args.families == ["all"] else (args.families or [])
+    for name in families:
+        if name not in mg.FAMILY_SPECS:
+            parser.error(f"--families: unknown {name}; known: {' '.join(mg.FAMILY_SPECS)}")
 
     mg.configure_torch()
     tmp = None
@@ -154,7 +189,11 @@ def main():
     rows = []
     failed = 0
     for index in range(args.count):
-        family, config_class, fields, rope, prompt_len, desc = draw_spec(rng, index)
+        if families:
+            name = families[index % len(families)]
+            family, config_class, fields, rope, prompt_len, desc = draw_family_spec(rng, name)
+        else:
+            family, config_class, fields, rope, prompt_len, desc = draw_spec(rng, index)
         model_seed = args.seed * 100003 + index * 101 + 7
         model_dir = os.path.join(root, f"unseen_{args.seed}_{index}")
         status, detail, prompt_ids = "?", "", []
@@ -165,7 +204,9 @@ def main():
             mg.save_model(saved, model_dir, fields["eos_token_id"])
             model = mg.load_fp32(model_dir)
             mg.check_reload_matches(saved, model, model_dir)
-            case = mg.find_case(model, model_seed * 10, prompt_len, fields["vocab_size"])
+            vocab = fields.get("vocab_size", fields.get("padded_vocab_size"))
+            uncached = family in mg.FAMILY_SPECS and mg.FAMILY_SPECS[family].get("greedy") == "uncached"
+            case = mg.find_case(model, model_seed * 10, prompt_len, vocab, uncached=uncached)
             prompt_ids, expected = case["prompt_ids"], case["greedy_ids"]
             detail = f"min_margin={min(case['margins']):.4f} tries={case['tries']}"
             if args.dry_run:

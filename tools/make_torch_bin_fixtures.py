@@ -91,7 +91,17 @@ def non_contiguous():
 
 
 def legacy():
-    write_case("legacy", {"a": torch.tensor([1.0])}, _use_new_zipfile_serialization=False)
+    wide = torch.arange(12, dtype=torch.float32).reshape(3, 4) / 8
+    half = torch.tensor([0.5, -1.0, 3.0], dtype=torch.float16)
+    sd = collections.OrderedDict()
+    sd["wide"] = wide
+    sd["wide.row2"] = wide[2]
+    sd["half"] = half
+    sd["half_tied"] = half
+    sd["bf16"] = torch.tensor([[1.5, -2.25]], dtype=torch.bfloat16)
+    sd["i64"] = torch.tensor([5, -6], dtype=torch.int64)
+    sd["mask"] = torch.tensor([False, True])
+    write_case("legacy", sd, tensors=sd, _use_new_zipfile_serialization=False)
 
 
 def sharded():

@@ -14,11 +14,18 @@
 #   ACCELERATE_GIT_DIR    a git dir of accelerate (transformers 4.51 loads checkpoints through it), e.g.
 #                         /work/.mirror/huggingface+accelerate/repo
 #   ACCELERATE_TAG        e.g. v1.0.1 (the last line that still supports torch 1.x)
+# Optional, for the remote-code families (tools/oracle/make_remote_goldens.py): EINOPS_GIT_DIR=<git dir of
+# arogozhnikov/einops> (tag v0.7.0 is used; Qwen v1's modeling code needs einops, Debian 12 has no package), and
+# the published modeling code, extracted unchanged to ORACLE_DIR/remote/<name> (never into the repository):
+#   INTERNLM_GIT_DIR (github:InternLM/InternLM), CHATGLM3_GIT_DIR (github:THUDM/ChatGLM3),
+#   BAICHUAN7B_GIT_DIR (github:baichuan-inc/Baichuan-7B), QWEN7B_GIT_DIR (github:zhangningboo/Qwen-7B, a git
+#   mirror of the Qwen/Qwen-7B model repository), INTERNVL_GIT_DIR (github:OpenGVLab/InternVL: its InternLM2 copy),
+#   BAICHUAN2_13B_GIT_DIR (github:jrd77/Baichuan2-13B-Chat, a git mirror of that model repository).
 # Then: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/make_model_goldens.py ...
 #   (/usr/bin/python3: the Debian python that python3-torch is installed for)
 set -euo pipefail
 if [ $# -lt 6 ]; then
-    sed -n 2,17p "$0"
+    sed -n 2,26p "$0"
     exit 2
 fi
 tf_git=$1
@@ -54,7 +61,51 @@ mkdir -p "$site/tokenizers"
 for sub in __init__ decoders normalizers pre_tokenizers processors models trainers; do
     cp "$here/oracle/tokenizers_stub.py" "$site/tokenizers/$sub.py"
 done
+if [ -n "${EINOPS_GIT_DIR:-}" ]; then
+    mkdir -p "$oracle/src/einops"
+    git --git-dir="$EINOPS_GIT_DIR" archive v0.7.0 einops | tar -x -C "$oracle/src/einops"
+    ln -s "$oracle/src/einops/einops" "$site/einops"
+fi
+# xformers: Baichuan-7B's published modeling code imports it at module level for its training-only attention path.
+mkdir -p "$site/xformers"
+for sub in __init__ ops; do
+    cp "$here/oracle/tokenizers_stub.py" "$site/xformers/$sub.py"
+done
 cp "$here/oracle/torch_compat.py" "$site/sitecustomize.py"
+
+# remote_code NAME GIT_DIR COMMIT PATH...: the files at COMMIT, flattened into $oracle/remote/NAME.
+remote_code() {
+    local name=$1 git_dir=$2 commit=$3
+    shift 3
+    mkdir -p "$oracle/remote/$name"
+    touch "$oracle/remote/$name/__init__.py"
+    for path in "$@"; do
+        git --git-dir="$git_dir" show "$commit:$path" >"$oracle/remote/$name/$(basename "$path")"
+    done
+}
+rm -rf "$oracle/remote"
+if [ -n "${INTERNLM_GIT_DIR:-}" ]; then
+    remote_code internlm "$INTERNLM_GIT_DIR" aaaf4d7 tools/transformers/modeling_internlm.py \
+        tools/transformers/configuration_internlm.py
+fi
+if [ -n "${CHATGLM3_GIT_DIR:-}" ]; then
+    remote_code chatglm3 "$CHATGLM3_GIT_DIR" b0b4e8a model/modeling_chatglm.py model/configuration_chatglm.py
+fi
+if [ -n "${BAICHUAN7B_GIT_DIR:-}" ]; then
+    remote_code baichuan7b "$BAICHUAN7B_GIT_DIR" 5a39915 models/modeling_baichuan.py models/configuration_baichuan.py
+fi
+if [ -n "${QWEN7B_GIT_DIR:-}" ]; then
+    remote_code qwen "$QWEN7B_GIT_DIR" d4efd21 modeling_qwen.py configuration_qwen.py qwen_generation_utils.py \
+        cpp_kernels.py
+fi
+if [ -n "${INTERNVL_GIT_DIR:-}" ]; then
+    remote_code internlm2 "$INTERNVL_GIT_DIR" f3fc71c internvl_chat/internvl/model/internlm2/modeling_internlm2.py \
+        internvl_chat/internvl/model/internlm2/configuration_internlm2.py
+fi
+if [ -n "${BAICHUAN2_13B_GIT_DIR:-}" ]; then
+    remote_code baichuan2_13b "$BAICHUAN2_13B_GIT_DIR" c6f8592 modeling_baichuan.py configuration_baichuan.py \
+        generation_utils.py quantizer.py
+fi
 
 # importlib.metadata version records for transformers' import-time dependency checks.
 tf_version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' "$site/transformers/__init__.py")

@@ -53,4 +53,15 @@ struct TorchTensorRecord {
 // `label` (the archive path) prefixes errors. Records come in the order of the pickle; names are unique.
 Result<std::vector<TorchTensorRecord>> read_torch_state_dict(const std::string& label, std::span<const uint8_t> pickle);
 
+// The legacy stream (torch < 1.6, or _use_new_zipfile_serialization=False): five pickles back to back (magic
+// number, protocol version 1001, sys_info, the state dict, the storage keys), then for each key in that order
+// its element count (int64, little-endian) and its raw bytes, starting at data_offset.
+struct TorchLegacyPickles {
+    std::vector<TorchTensorRecord> records;
+    std::vector<std::string> storage_keys;
+    uint64_t data_offset = 0;
+};
+
+Result<TorchLegacyPickles> read_torch_legacy_pickles(const std::string& label, std::span<const uint8_t> bytes);
+
 }  // namespace taco

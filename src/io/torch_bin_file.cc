@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "io/zip_reader.h"
@@ -31,8 +32,14 @@ Result<std::string> find_root(const std::string& path, const ZipReader& zip) {
     return root;
 }
 
+// Where a storage's bytes lie in the file.
+struct StorageBytes {
+    const uint8_t* data = nullptr;
+    uint64_t size = 0;
+};
+
 // Checks one record against its storage and returns where its bytes are.
-Result<TorchBinEntry> place_tensor(const TorchTensorRecord& record, const ZipEntry& storage) {
+Result<TorchBinEntry> place_tensor(const TorchTensorRecord& record, const StorageBytes& storage) {
     const TorchScalarType& type = *record.type;
     uint64_t storage_bytes = 0;
     if (__builtin_mul_overflow(record.storage.numel, uint64_t(record.storage.type->element_bytes), &storage_bytes) ||
@@ -67,32 +74,20 @@ Result<TorchBinEntry> place_tensor(const TorchTensorRecord& record, const ZipEnt
     TorchBinEntry entry;
     entry.type = &type;
     entry.shape = record.shape;
-    entry.data_offset = storage.data_offset + offset_bytes;
+    entry.data = storage.data + offset_bytes;
     entry.data_bytes = tensor_bytes;
-    if (entry.data_offset % type.element_bytes != 0) {
-        return error("data at file offset {} is not aligned to its {}-byte elements", entry.data_offset,
+    if (reinterpret_cast<uintptr_t>(entry.data) % type.element_bytes != 0) {
+        return error("data at storage offset {} is not aligned to its {}-byte elements", offset_bytes,
                      type.element_bytes);
     }
     return entry;
 }
 
-}  // namespace
-
-Result<std::unique_ptr<TorchBinFile>> TorchBinFile::open(const std::string& path) {
-    std::unique_ptr<TorchBinFile> file(new TorchBinFile());
-    TACO_ASSIGN_OR_RETURN(file->file_, MappedFile::open(path));
-    std::span<const uint8_t> bytes = file->file_->bytes();
-    // torch.save before 1.6 (and with _use_new_zipfile_serialization=False) wrote a pickle stream starting
-    // with protocol 2 and the LONG1 magic number; those hold storages in a layout this reader does not parse.
-    if (starts_with(bytes, "\x80\x02\x8a\x0a")) {
-        return error(
-            "{}: legacy torch.save format (not a ZIP archive) is not supported; re-save it with "
-            "torch >= 1.6 or convert it to safetensors",
-            path);
-    }
+// Records and their storages from the ZIP format: storage <key> is the record <root>/data/<key>.
+Result<std::vector<TorchTensorRecord>> read_zip(const std::string& path, std::span<const uint8_t> bytes,
+                                                std::map<std::string, StorageBytes>& storages) {
     TACO_ASSIGN_OR_RETURN(ZipReader zip, ZipReader::parse(path, bytes));
     TACO_ASSIGN_OR_RETURN(std::string root, find_root(path, zip));
-
     if (const ZipEntry* order = zip.find(root + "/byteorder")) {
         TACO_ASSIGN_OR_RETURN(std::span<const uint8_t> text, zip.verified_contents(*order));
         if (std::string_view(reinterpret_cast<const char*>(text.data()), text.size()) != "little") {
@@ -101,20 +96,76 @@ Result<std::unique_ptr<TorchBinFile>> TorchBinFile::open(const std::string& path
     }
     TACO_ASSIGN_OR_RETURN(std::span<const uint8_t> pickle, zip.verified_contents(*zip.find(root + "/data.pkl")));
     TACO_ASSIGN_OR_RETURN(std::vector<TorchTensorRecord> records, read_torch_state_dict(path, pickle));
-
-    std::map<std::string, const TorchStorageRef*> storages;  // key -> first reference, to check the others
     for (const TorchTensorRecord& record : records) {
+        std::string name = root + "/data/" + record.storage.key;
+        const ZipEntry* entry = zip.find(name);
+        if (entry == nullptr) {
+            return error("{}: tensor '{}': storage record '{}' is missing", path, record.name, name);
+        }
+        storages[record.storage.key] = StorageBytes{bytes.data() + entry->data_offset, entry->size};
+    }
+    return records;
+}
+
+// Records and their storages from the legacy stream: after the pickles, each storage in key-list order as an
+// int64 element count and its bytes. Element sizes come from the records, so every key must be used by one.
+// Nothing aligns those bytes in the file, so each storage is copied into an aligned buffer of `copies`.
+Result<std::vector<TorchTensorRecord>> read_legacy(const std::string& path, std::span<const uint8_t> bytes,
+                                                   std::map<std::string, StorageBytes>& storages,
+                                                   std::vector<Tensor>& copies) {
+    TACO_ASSIGN_OR_RETURN(TorchLegacyPickles legacy, read_torch_legacy_pickles(path, bytes));
+    std::map<std::string, const TorchStorageRef*> refs;
+    for (const TorchTensorRecord& record : legacy.records) refs.emplace(record.storage.key, &record.storage);
+    uint64_t pos = legacy.data_offset;
+    for (const std::string& key : legacy.storage_keys) {
+        auto ref = refs.find(key);
+        if (ref == refs.end()) return error("{}: storage '{}' is not used by any tensor", path, key);
+        if (bytes.size() - pos < 8) return error("{}: storage '{}': truncated before its size", path, key);
+        uint64_t numel = 0;
+        for (int i = 7; i >= 0; --i) numel = (numel << 8) | bytes[pos + i];
+        pos += 8;
+        uint64_t size = 0;
+        if (__builtin_mul_overflow(numel, uint64_t(ref->second->type->element_bytes), &size) ||
+            size > bytes.size() - pos) {
+            return error("{}: storage '{}' of {} elements runs past the end of the file", path, key, numel);
+        }
+        if (storages.count(key) != 0) return error("{}: storage '{}' is listed twice", path, key);
+        copies.push_back(Tensor::empty({int64_t(std::max<uint64_t>(size, 1))}, DType::kU8));
+        std::memcpy(copies.back().as<uint8_t>(), bytes.data() + pos, size);
+        storages[key] = StorageBytes{copies.back().as<uint8_t>(), size};
+        pos += size;
+    }
+    for (const TorchTensorRecord& record : legacy.records) {
+        if (storages.count(record.storage.key) == 0) {
+            return error("{}: tensor '{}': storage '{}' is missing", path, record.name, record.storage.key);
+        }
+    }
+    return std::move(legacy.records);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TorchBinFile>> TorchBinFile::open(const std::string& path) {
+    std::unique_ptr<TorchBinFile> file(new TorchBinFile());
+    TACO_ASSIGN_OR_RETURN(file->file_, MappedFile::open(path));
+    std::span<const uint8_t> bytes = file->file_->bytes();
+    std::map<std::string, StorageBytes> storages;  // key -> bytes in the file
+    // Both formats start with what they are: "PK" for ZIP, a pickle of protocol 2 with a LONG1 magic number for
+    // the legacy stream.
+    auto records = starts_with(bytes, "\x80\x02\x8a\x0a") ? read_legacy(path, bytes, storages, file->copies_)
+                                                          : read_zip(path, bytes, storages);
+    if (!records) return records.status();
+
+    std::map<std::string, const TorchStorageRef*> refs;  // key -> first reference, to check the others
+    for (const TorchTensorRecord& record : *records) {
         std::string context = fmt::format("{}: tensor '{}'", path, record.name);
-        auto [it, inserted] = storages.emplace(record.storage.key, &record.storage);
+        auto [it, inserted] = refs.emplace(record.storage.key, &record.storage);
         if (!inserted && (it->second->type != record.storage.type || it->second->numel != record.storage.numel)) {
             return error("{}: storage '{}' is {} x {} here but {} x {} elsewhere", context, record.storage.key,
                          record.storage.numel, record.storage.type->storage_name, it->second->numel,
                          it->second->type->storage_name);
         }
-        std::string storage_name = root + "/data/" + record.storage.key;
-        const ZipEntry* storage = zip.find(storage_name);
-        if (storage == nullptr) return error("{}: storage record '{}' is missing", context, storage_name);
-        auto entry = place_tensor(record, *storage);
+        auto entry = place_tensor(record, storages.at(record.storage.key));
         if (!entry) return entry.status().with_context(context);
         file->entries_.emplace(record.name, std::move(entry).value());
     }
@@ -142,7 +193,7 @@ Result<TensorView> TorchBinFile::view(const std::string& name) const {
     }
     TensorView view;
     // The mapping is read-only; TensorView has no const variant, so callers must not write through it.
-    view.data = const_cast<uint8_t*>(file_->bytes().data() + entry.data_offset);
+    view.data = const_cast<uint8_t*>(entry.data);
     view.dtype = *entry.type->dtype;
     view.device = Device::kCpu;
     view.ndim = int(entry.shape.size());

@@ -1,9 +1,10 @@
-// A torch.save archive of a state dict (pytorch_model.bin, torch >= 1.6 "zip" format) over mmap, read without
-// running any of its pickle (see pickle_reader.h). Layout: a ZIP of stored entries under one top folder
-// <root>/: data.pkl (the pickled dict of name -> tensor), data/<key> (raw little-endian storage bytes),
-// version, and maybe byteorder. Tensors are views into the storages at their offsets; several tensors may
-// share one storage (tied weights). Every tensor is checked at open: its storage record exists and holds
-// numel * element size bytes, the tensor lies inside it, and it is contiguous.
+// A torch.save file of a state dict (pytorch_model.bin) over mmap, read without running any of its pickle (see
+// pickle_reader.h). The format of torch >= 1.6 is a ZIP of stored entries under one top folder <root>/:
+// data.pkl (the pickled dict of name -> tensor), data/<key> (raw little-endian storage bytes), version, and
+// maybe byteorder; tensors are views into the mapping. The legacy format (older torch, or
+// _use_new_zipfile_serialization=False) is a stream of pickles followed by the storages, which are copied to
+// aligned memory. Several tensors may share one storage (tied weights). Every tensor is checked at open: its
+// storage exists and holds numel * element size bytes, the tensor lies inside it, and it is contiguous.
 #pragma once
 
 #include <map>
@@ -20,8 +21,8 @@ namespace taco {
 struct TorchBinEntry {
     const TorchScalarType* type = nullptr;
     std::vector<int64_t> shape;
-    uint64_t data_offset = 0;  // from the start of the file
-    uint64_t data_bytes = 0;   // numel * element size
+    const uint8_t* data = nullptr;  // into the mapping (ZIP format) or an aligned copy (legacy format)
+    uint64_t data_bytes = 0;        // numel * element size
 };
 
 class TorchBinFile : public TensorFile {
@@ -40,6 +41,7 @@ public:
 private:
     TorchBinFile() = default;
     std::unique_ptr<MappedFile> file_;
+    std::vector<Tensor> copies_;  // legacy format only: its storages, copied to aligned memory
     std::map<std::string, TorchBinEntry> entries_;
 };
 

@@ -45,8 +45,9 @@ TEST_P(BatchInvariance, LogitsAreBitwiseEqualAloneBatchedChunkedAndDecoded) {
 
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                          ::testing::Values("llama", "mistral", "qwen2", "llama_yarn", "llama_bias_tied", "gemma",
-                                           "qwen3", "phi3_longrope", "stablelm_qknorm_parallel", "starcoder2",
-                                           "nemotron", "gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom"),
+                                           "qwen3", "phi3_longrope", "stablelm_qknorm_parallel", "starcoder2", "gemma2",
+                                           "gemma3", "nemotron", "gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new",
+                                           "bloom"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -6,6 +6,17 @@ The published modeling code is run unchanged from a public snapshot outside the 
   /work/oracle/remote/internlm/ (see /work/helper_notes/ORACLE.md).
   ChatGLM3 (ChatGLMModel): THUDM/ChatGLM3 at b0b4e8a, model/{modeling,configuration}_chatglm.py, copied to
   /work/oracle/remote/chatglm3/.
+  Baichuan-7B (BaiChuanForCausalLM): baichuan-inc/Baichuan-7B at 5a39915, models/{modeling,configuration}_baichuan.py,
+  copied to /work/oracle/remote/baichuan7b/ (its xformers import is for training only; the oracle stubs it).
+  Qwen (v1, QWenLMHeadModel): the published Qwen/Qwen-7B model repository at d4efd21 (its git history, mirrored
+  as github:zhangningboo/Qwen-7B), {modeling,configuration}_qwen.py, qwen_generation_utils.py, cpp_kernels.py,
+  copied to /work/oracle/remote/qwen/.
+  InternLM2 (InternLM2ForCausalLM): no InternLM-owned repository publishes it on GitHub; this uses the copy that
+  InternVL's authors (OpenGVLab/InternVL at f3fc71c, internvl_chat/internvl/model/internlm2/) ship for InternVL's
+  language model, eager attention path, copied to /work/oracle/remote/internlm2/.
+  Baichuan2-13B (BaichuanForCausalLM): the published baichuan-inc/Baichuan2-13B-Chat model repository at c6f8592
+  (its git history, mirrored as github:jrd77/Baichuan2-13B-Chat), {modeling,configuration}_baichuan.py,
+  generation_utils.py, quantizer.py, copied to /work/oracle/remote/baichuan2_13b/.
 The model is made, saved (bf16) and reloaded in fp32 as in make_model_goldens.py. The remote code predates the
 generation API of the oracle's transformers, so greedy decoding is done here without a KV cache: one full forward
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
@@ -61,6 +72,62 @@ REMOTE_SPECS = {
                     fp32_residual_connection=False, pad_token_id=0, bos_token_id=1, eos_token_id=2,
                     tie_word_embeddings=False),
         rotary_dim=8, prompt_lengths=[7, 40, 90]),
+    "baichuan": dict(
+        # Baichuan-7B shape: Llama with q/k/v fused into one W_pack projection, rope theta 10000.
+        code_dir="baichuan7b", config_module="configuration_baichuan", config_class="BaiChuanConfig",
+        model_module="modeling_baichuan", model_class="BaiChuanForCausalLM", seed=7003,
+        source="baichuan-inc/Baichuan-7B@5a39915 models",
+        auto_map={"AutoConfig": "configuration_baichuan.BaiChuanConfig",
+                  "AutoModelForCausalLM": "modeling_baichuan.BaiChuanForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, max_position_embeddings=128, initializer_range=0.1, rms_norm_eps=1e-6,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False),
+        prompt_lengths=[7, 40, 90]),
+    "qwen": dict(
+        # Qwen-7B shape: fused c_attn with bias, no other biases, MLP w1/w2 (each intermediate_size / 2) into c_proj,
+        # RMSNorm. use_dynamic_ntk and use_logn_attn are on as published but only act past seq_length (128 here,
+        # longer than every case), so the goldens are plain rope (theta rotary_emb_base).
+        code_dir="qwen", config_module="configuration_qwen", config_class="QWenConfig",
+        model_module="modeling_qwen", model_class="QWenLMHeadModel", seed=7004,
+        source="Qwen/Qwen-7B@d4efd21 (model repository; mirrored as github:zhangningboo/Qwen-7B)",
+        auto_map={"AutoConfig": "configuration_qwen.QWenConfig",
+                  "AutoModelForCausalLM": "modeling_qwen.QWenLMHeadModel"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=256, num_hidden_layers=2,
+                    num_attention_heads=4, kv_channels=16, max_position_embeddings=128, seq_length=128,
+                    initializer_range=0.1, layer_norm_epsilon=1e-6, rotary_pct=1.0, rotary_emb_base=10000,
+                    use_dynamic_ntk=True, use_logn_attn=True, use_flash_attn=False, no_bias=True,
+                    scale_attn_weights=True, bf16=False, fp16=False, fp32=True, tie_word_embeddings=False,
+                    bos_token_id=1, eos_token_id=2, pad_token_id=0),
+        prompt_lengths=[7, 40, 90]),
+    "internlm2": dict(
+        # InternLM2 shape: wqkv packs per kv group [its 2 query heads, k, v] (heads 4 over 2 kv groups), wo,
+        # feed_forward w1 (gate) / w3 (up) / w2 (down), rope theta 1e6, untied output.
+        code_dir="internlm2", config_module="configuration_internlm2", config_class="InternLM2Config",
+        model_module="modeling_internlm2", model_class="InternLM2ForCausalLM", seed=7005,
+        source="OpenGVLab/InternVL@f3fc71c internvl_chat/internvl/model/internlm2 (InternVL's copy of InternLM2)",
+        auto_map={"AutoConfig": "configuration_internlm2.InternLM2Config",
+                  "AutoModel": "modeling_internlm2.InternLM2ForCausalLM",
+                  "AutoModelForCausalLM": "modeling_internlm2.InternLM2ForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                    initializer_range=0.1, rms_norm_eps=1e-6, bias=False, rope_theta=1000000.0, rope_scaling=None,
+                    attn_implementation="eager", pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                    tie_word_embeddings=False),
+        rope_theta=1000000.0, prompt_lengths=[7, 40, 90]),
+    "baichuan2_13b": dict(
+        # Baichuan2-13B shape: W_pack, ALiBi (no rope) over 6 heads -- not a power of two, like the real 40, so the
+        # slopes take the interleaved extra terms -- and NormHead: lm_head rows are L2-normalised before use (the
+        # checkpoint stores them unnormalised). hidden 48 / head_dim 8 to stay within the size limit.
+        code_dir="baichuan2_13b", config_module="configuration_baichuan", config_class="BaichuanConfig",
+        model_module="modeling_baichuan", model_class="BaichuanForCausalLM", seed=7006, position="alibi",
+        source=("baichuan-inc/Baichuan2-13B-Chat@c6f8592 (model repository; mirrored as "
+                "github:jrd77/Baichuan2-13B-Chat)"),
+        auto_map={"AutoConfig": "configuration_baichuan.BaichuanConfig",
+                  "AutoModelForCausalLM": "modeling_baichuan.BaichuanForCausalLM"},
+        fields=dict(vocab_size=512, hidden_size=48, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=6, model_max_length=128, initializer_range=0.1, rms_norm_eps=1e-6,
+                    pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False),
+        prompt_lengths=[7, 40, 90]),
 }
 
 
@@ -136,9 +203,10 @@ def make(name, spec, out_root):
     model = model_class.from_pretrained(model_dir, torch_dtype=torch.float32, **spec.get("model_kwargs", {})).eval()
     mmg.check_reload_matches(saved, model, model_dir)
     head_dim = spec.get("rotary_dim", fields["hidden_size"] // fields["num_attention_heads"])
-    # The sin/cos tables are built from this fp32 formula (theta 10000, over rotary_dim); the checkpoint's
+    # The sin/cos tables are built from this fp32 formula (over rotary_dim); the checkpoint's
     # inv_freq buffers (bf16 copies) are not what the forward uses.
-    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    theta = spec.get("rope_theta", 10000.0)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
 
     eos = fields["eos_token_id"] if isinstance(fields["eos_token_id"], list) else [fields["eos_token_id"]]
     cases = []
@@ -154,8 +222,11 @@ def make(name, spec, out_root):
         else:
             raise RuntimeError(f"{name}: no prompt of length {length} with all margins >= {mmg.kMinMargin}")
 
+    if spec.get("position") == "alibi":
+        inv_freq = torch.zeros(0)
     golden = {
-        "name": name, "architecture": spec["model_class"], "rope_type": "default",
+        "name": name, "architecture": spec["model_class"],
+        "rope_type": "none" if spec.get("position") == "alibi" else "default",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         **mmg.transformers_source(), "remote_code_source": spec["source"], "greedy_mode": "uncached",
         "saved_dtype": "bfloat16", "model_seed": spec["seed"], "eos_token_id": fields["eos_token_id"],

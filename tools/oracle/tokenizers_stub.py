@@ -1,4 +1,5 @@
-"""Import-only stand-in for the Rust `tokenizers` package: the oracle never tokenizes (goldens use token ids).
+"""Import-only stand-in for the Rust `tokenizers` package (the oracle never tokenizes: goldens use token ids), also
+installed as `xformers` (remote modeling code that imports it for training-only paths).
 
 Some transformers modules import tokenizers names at module level even when tokenizers is absent (ggml
 integration, fast-tokenizer converters). Every name here is a class that fails when used. No dist-info is

@@ -18,7 +18,6 @@ Result<ArchSpec> starcoder2(const ModelConfig& config);
 Result<ArchSpec> nemotron(const ModelConfig& config);
 
 // Shared by the Gemma builders.
-Result<ops::Activation> gemma_activation(const ModelConfig& config);
 // Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
 std::vector<LayerAttention> sliding_pattern_layers(const ModelConfig& config, int64_t pattern);
 

@@ -5,14 +5,6 @@
 
 namespace taco::archs {
 
-Result<ops::Activation> gemma_activation(const ModelConfig& config) {
-    // Gemma configs name the MLP activation `hidden_activation` (Gemma2/3 only have that key); Gemma 1 configs
-    // may carry an older `hidden_act` beside it.
-    TACO_ASSIGN_OR_RETURN(std::string name, string_or(config, "hidden_activation", ""));
-    if (name.empty()) name = config.hidden_act;
-    return activation_from_name(name, "config.json");
-}
-
 Result<ArchSpec> gemma(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "GemmaForCausalLM";
@@ -20,7 +12,10 @@ Result<ArchSpec> gemma(const ModelConfig& config) {
     spec.scale_embeddings = true;
     spec.qkv_bias = config.attention_bias;
     spec.o_bias = config.attention_bias;
-    TACO_ASSIGN_OR_RETURN(spec.activation, gemma_activation(config));
+    // As transformers' GemmaMLP: `hidden_act` (GemmaConfig's default gelu_pytorch_tanh when absent); a
+    // `hidden_activation` beside it is not read there.
+    TACO_ASSIGN_OR_RETURN(std::string act, string_or(config, "hidden_act", "gelu_pytorch_tanh"));
+    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(act, "config.json"));
     TACO_ASSIGN_OR_RETURN(spec.tied_embeddings, bool_or(config, "tie_word_embeddings", true));
     return spec;
 }

@@ -12,6 +12,10 @@ Result<ArchSpec> gemma2(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(ArchSpec spec, gemma(config));
     spec.name = "Gemma2ForCausalLM";
     spec.sandwich_norms = true;
+    // Gemma2/3 MLPs read `hidden_activation` (their configs have no hidden_act).
+    TACO_ASSIGN_OR_RETURN(std::string act, string_or(config, "hidden_activation", ""));
+    if (act.empty()) return error("config.json of {}: 'hidden_activation' is required", config.architecture);
+    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(act, "config.json"));
     TACO_ASSIGN_OR_RETURN(double query_pre_attn_scalar, required_number(config, "query_pre_attn_scalar"));
     if (!(query_pre_attn_scalar > 0))
         return error("config.json: 'query_pre_attn_scalar' must be positive, got {}", query_pre_attn_scalar);

@@ -1,0 +1,156 @@
+// Family-specific config handling: Gemma3's 4.x and 5.x config layouts load the same model, LongRoPE's factors are
+// chosen per request from its whole length (never from the step), and missing family keys are named.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "batch_runner.h"
+#include "golden_models.h"
+#include "model/arch_registry.h"
+#include "model/decoder.h"
+
+namespace taco {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string copy_model(const std::string& name, const std::string& tag) {
+    fs::path dst = fs::path(::testing::TempDir()) / ("taco_family_" + tag);
+    fs::remove_all(dst);
+    fs::copy(testing_util::models_root() + "/" + name, dst, fs::copy_options::recursive);
+    return dst.string();
+}
+
+json read_json(const std::string& path) {
+    std::ifstream in(path);
+    return json::parse(in);
+}
+
+void write_json(const std::string& path, const json& value) { std::ofstream(path) << value.dump(2); }
+
+std::string load_error(const std::string& dir) {
+    auto decoder = Decoder::load(dir);
+    return decoder.is_ok() ? "" : decoder.status().message();
+}
+
+std::vector<int32_t> prompt_of(const std::string& model, size_t c) {
+    return testing_util::load_golden_model(model).cases.at(c).prompt_ids;
+}
+
+// transformers 5.x writes Gemma3's ropes per layer type and the layer pattern as layer_types.
+TEST(FamilyConfig, Gemma3ConfigIn5xLayoutGivesTheSameLogits) {
+    const std::string v4_dir = testing_util::models_root() + "/gemma3";
+    const std::string v5_dir = copy_model("gemma3", "gemma3_v5");
+    json config = read_json(v5_dir + "/config.json");
+    const int64_t pattern = config["sliding_window_pattern"].get<int64_t>();
+    json layer_types = json::array();
+    for (int64_t i = 0; i < config["num_hidden_layers"].get<int64_t>(); ++i)
+        layer_types.push_back((i + 1) % pattern != 0 ? "sliding_attention" : "full_attention");
+    json full = config["rope_scaling"];
+    full["rope_theta"] = config["rope_theta"];
+    config["rope_parameters"] = {
+        {"full_attention", full},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", config["rope_local_base_freq"]}}}};
+    config["layer_types"] = layer_types;
+    for (const char* key : {"rope_scaling", "rope_theta", "rope_local_base_freq", "sliding_window_pattern"})
+        config.erase(key);
+    write_json(v5_dir + "/config.json", config);
+
+    auto v4 = Decoder::load(v4_dir);
+    auto v5 = Decoder::load(v5_dir);
+    ASSERT_TRUE(v4.is_ok()) << v4.status().message();
+    ASSERT_TRUE(v5.is_ok()) << v5.status().message();
+    ASSERT_TRUE((*v5)->config().rope_local.has_value());
+    EXPECT_EQ((*v5)->config().rope_local->theta, (*v4)->config().rope_local->theta);
+    EXPECT_EQ((*v5)->config().rope.type, RopeType::kLinear);
+    const auto ids = prompt_of("gemma3", 2);  // longer than the sliding window
+    EXPECT_EQ(testing_util::run_chunked(**v4, ids, 1 << 20, 16), testing_util::run_chunked(**v5, ids, 1 << 20, 16));
+}
+
+ForwardBatch one_sequence(const std::vector<int32_t>& ids, int64_t max_length, int64_t block_size) {
+    ForwardBatch batch;
+    const int64_t blocks = (int64_t(ids.size()) + block_size - 1) / block_size;
+    std::vector<int32_t> table;
+    for (int64_t b = 0; b < blocks; ++b) table.push_back(int32_t(b));
+    batch.attention.query_start = {0, int32_t(ids.size())};
+    batch.attention.block_tables = {table};
+    batch.max_lengths = {max_length};
+    for (size_t p = 0; p < ids.size(); ++p) {
+        batch.token_ids.push_back(ids[p]);
+        batch.attention.positions.push_back(int32_t(p));
+        batch.slot_mapping.push_back(int64_t(p));
+        batch.logits_indices.push_back(int32_t(p));
+    }
+    return batch;
+}
+
+std::vector<float> logits_of(Decoder& decoder, const std::vector<int32_t>& ids, int64_t max_length) {
+    KvCacheTensors kv = KvCacheTensors::allocate(decoder.config(), 16, 16);
+    Tensor logits = decoder.forward(one_sequence(ids, max_length, 16), kv);
+    return std::vector<float>(logits.as<float>(), logits.as<float>() + logits.numel());
+}
+
+// A short prompt that may grow past original_max_position_embeddings uses the long factors from its first token:
+// its prompt logits equal those of the same tokens at the start of a long sequence, and differ from a request
+// that stays short.
+TEST(FamilyConfig, LongRopeFactorsFollowTheRequestsWholeLength) {
+    auto decoder = Decoder::load(testing_util::models_root() + "/phi3_longrope");
+    ASSERT_TRUE(decoder.is_ok()) << decoder.status().message();
+    Decoder& d = **decoder;
+    const int64_t original = d.config().rope.original_max_position_embeddings;
+    auto long_ids = prompt_of("phi3_longrope", 2);
+    ASSERT_GT(int64_t(long_ids.size()), original);
+    const std::vector<int32_t> short_ids(long_ids.begin(), long_ids.begin() + 10);
+    const int64_t vocab = d.config().vocab_size;
+
+    const auto stays_short = logits_of(d, short_ids, original);
+    const auto grows_long = logits_of(d, short_ids, original + 1);
+    const auto long_prefix = logits_of(d, long_ids, int64_t(long_ids.size()));
+    EXPECT_NE(stays_short, grows_long);
+    EXPECT_EQ(grows_long, std::vector<float>(long_prefix.begin(), long_prefix.begin() + 10 * vocab));
+}
+
+TEST(FamilyConfig, MissingFamilyKeysAreNamed) {
+    struct Case {
+        const char* model;
+        const char* key;
+    };
+    for (const Case& c :
+         {Case{"gemma2", "query_pre_attn_scalar"}, Case{"gemma3", "hidden_activation"},
+          Case{"stablelm", "layer_norm_eps"}, Case{"starcoder2", "norm_epsilon"}, Case{"nemotron", "norm_eps"}}) {
+        const std::string dir = copy_model(c.model, std::string("missing_") + c.key);
+        json config = read_json(dir + "/config.json");
+        config.erase(c.key);
+        write_json(dir + "/config.json", config);
+        const std::string message = load_error(dir);
+        EXPECT_NE(message.find(std::string("'") + c.key + "' is required"), std::string::npos) << message;
+    }
+}
+
+TEST(FamilyConfig, LongRopeFactorListsMustMatchTheRotaryDimension) {
+    const std::string dir = copy_model("phi3_longrope", "longrope_bad");
+    json config = read_json(dir + "/config.json");
+    config["rope_scaling"]["long_factor"].erase(0);
+    write_json(dir + "/config.json", config);
+    std::string message = load_error(dir);
+    EXPECT_NE(message.find("'long_factor' (7) must each have rotary_dim / 2 = 8 entries"), std::string::npos)
+        << message;
+    config["rope_scaling"].erase("long_factor");
+    write_json(dir + "/config.json", config);
+    message = load_error(dir);
+    EXPECT_NE(message.find("needs 'long_factor'"), std::string::npos) << message;
+}
+
+TEST(FamilyConfig, Gemma3WithoutALocalRopeIsAnError) {
+    const std::string dir = copy_model("gemma3", "no_local_rope");
+    json config = read_json(dir + "/config.json");
+    config.erase("rope_local_base_freq");
+    write_json(dir + "/config.json", config);
+    const std::string message = load_error(dir);
+    EXPECT_NE(message.find("rope_local_base_freq"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace taco
