@@ -256,6 +256,14 @@ FAMILY_SPECS = {
                     new_decoder_architecture=True, num_ln_in_parallel_attn=2, parallel_attn=True, bias=False,
                     alibi=False, ffn_hidden_size=128, layer_norm_epsilon=1e-5, initializer_range=0.1,
                     max_position_embeddings=128, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)),
+    "falcon_new_1ln": dict(
+        # Falcon2-11B shape: new decoder architecture with ONE input LayerNorm shared by attention and MLP
+        # (num_ln_in_parallel_attn 1), grouped kv heads.
+        config_class="FalconConfig", seed=5014, prompt_lengths=[7, 40, 90],
+        fields=dict(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                    new_decoder_architecture=True, num_ln_in_parallel_attn=1, parallel_attn=True, bias=False,
+                    alibi=False, ffn_hidden_size=128, layer_norm_epsilon=1e-5, initializer_range=0.1,
+                    max_position_embeddings=128, rope_theta=10000.0, bos_token_id=1, eos_token_id=2)),
     "falcon_old": dict(
         # falcon-7b shape: old decoder architecture, multi-query attention, parallel attention + MLP, one LayerNorm.
         config_class="FalconConfig", seed=5010, prompt_lengths=[7, 40, 90],

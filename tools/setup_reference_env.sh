@@ -83,7 +83,7 @@ remote_code() {
         git --git-dir="$git_dir" show "$commit:$path" >"$oracle/remote/$name/$(basename "$path")"
     done
 }
-rm -rf "$oracle/remote"
+rm -rf "$oracle/remote"  # rebuilt from scratch: only the families whose *_GIT_DIR is set this run
 if [ -n "${INTERNLM_GIT_DIR:-}" ]; then
     remote_code internlm "$INTERNLM_GIT_DIR" aaaf4d7 tools/transformers/modeling_internlm.py \
         tools/transformers/configuration_internlm.py

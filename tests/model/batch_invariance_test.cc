@@ -45,9 +45,14 @@ TEST_P(BatchInvariance, LogitsAreBitwiseEqualAloneBatchedChunkedAndDecoded) {
 
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                          ::testing::Values("llama", "mistral", "qwen2", "llama_yarn", "llama_bias_tied", "gemma",
-                                           "qwen3", "phi3_longrope", "stablelm_qknorm_parallel", "starcoder2", "gemma2",
-                                           "gemma3", "nemotron", "gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new",
-                                           "bloom"),
+                                           "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
+                                           "starcoder2", "gemma2", "gemma3", "nemotron"),
+                         [](const auto& info) { return info.param; });
+// GPT-style families (g-gpt): learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
+// residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
+INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
+                         ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
+                                           "phi_qk_layernorm"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -29,10 +29,33 @@ TEST(HfCache, HubIdResolvesToTheSnapshotRefsMainNames) {
     fs::create_directories(repo / "snapshots" / "bbb");
     fs::create_directories(repo / "refs");
     std::ofstream(repo / "refs" / "main") << "bbb";
+    std::ofstream(repo / "snapshots" / "aaa" / "config.json") << "{}";
+    std::ofstream(repo / "snapshots" / "bbb" / "config.json") << "{}";
     auto dir = resolve_model_dir("acme/tiny", cache.string());
     ASSERT_TRUE(dir.is_ok()) << dir.status().message();
     EXPECT_EQ(*dir, (repo / "snapshots" / "bbb").string());
     fs::remove_all(cache);
+}
+
+TEST(HfCache, SnapshotWithoutConfigIsNotACachedModel) {
+    fs::path cache = fresh_dir("partial");
+    fs::path repo = cache / "models--acme--partial";
+    fs::create_directories(repo / "snapshots" / "ccc");
+    fs::create_directories(repo / "refs");
+    std::ofstream(repo / "refs" / "main") << "ccc";
+    std::ofstream(repo / "snapshots" / "ccc" / "tokenizer.json") << "{}";  // e.g. one file fetched by hf_hub_download
+    EXPECT_FALSE(find_cached_snapshot(cache.string(), "acme/partial").has_value());
+    EXPECT_FALSE(resolve_model_dir("acme/partial", cache.string()).is_ok());
+    fs::remove_all(cache);
+}
+
+TEST(HfCache, HubIdsAreOrgSlashNameWithoutPathTricks) {
+    EXPECT_TRUE(is_hub_id("meta-llama/Llama-3.1-8B"));
+    EXPECT_FALSE(is_hub_id("gpt2"));
+    EXPECT_FALSE(is_hub_id("a/b/c"));
+    EXPECT_FALSE(is_hub_id("../x"));
+    EXPECT_FALSE(is_hub_id("org/.."));
+    EXPECT_FALSE(is_hub_id("/abs"));
 }
 
 TEST(HfCache, MissingHubIdSaysWhereItLooked) {

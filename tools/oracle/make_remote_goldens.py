@@ -22,6 +22,7 @@ generation API of the oracle's transformers, so greedy decoding is done here wit
 per step, argmax with eos masked for all 24 steps (what min_new_tokens does), margins from the same logits.
 
 Usage: PYTHONPATH=/work/oracle/site /usr/bin/python3 tools/oracle/make_remote_goldens.py [--only internlm]
+(TACO_REMOTE_CODE=<dir> when the oracle was built elsewhere than /work/oracle: its remote/ folder.)
 """
 
 import argparse

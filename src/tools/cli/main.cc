@@ -3,7 +3,9 @@
 #include "tools/cli/command.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace taco::cli {
 namespace {
@@ -34,11 +36,31 @@ void fail(const std::string& message, int exit_code) {
 
 }  // namespace taco::cli
 
+namespace {
+
+// vLLM spells --tensor-parallel-size also `-tp`, a multi-letter single-dash option that CLI11 cannot declare: it
+// is rewritten before parsing ("-tp N" and "-tp=N"). Arguments after "--" are left alone.
+std::vector<std::string> rewrite_vllm_short_options(int argc, char** argv) {
+    std::vector<std::string> args(argv, argv + argc);
+    for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+        if (args[i] == "-tp")
+            args[i] = "--tensor-parallel-size";
+        else if (args[i].rfind("-tp=", 0) == 0)
+            args[i] = "--tensor-parallel-size=" + args[i].substr(4);
+    }
+    return args;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     CLI::App app{"taco-llm: serve and run large language models"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "taco-llm 0.1.0");
     for (const auto& setup : taco::cli::registered_commands()) setup(app);
-    CLI11_PARSE(app, argc, argv);
+    std::vector<std::string> args = rewrite_vllm_short_options(argc, argv);
+    std::vector<char*> arg_ptrs;
+    for (std::string& arg : args) arg_ptrs.push_back(arg.data());
+    CLI11_PARSE(app, int(arg_ptrs.size()), arg_ptrs.data());
     return 0;
 }

@@ -1,0 +1,184 @@
+// `taco_llm bench latency|batch|throughput [MODEL]`: the offline workloads of BENCHMARKS.md through the engine
+// (engine/offline_bench.h), printed as a table and, with --output-json, written as JSON.
+//   latency     one request (--input-len 1024, --output-len 128), --num-iters runs after one warm-up
+//   batch       --batch-sizes 1,2,4,8,32,64 requests at once (1024 / 400 tokens)
+//   throughput  --num-prompts 1000 requests at once (1000 / 1000 tokens)
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/offline_bench.h"
+#include "model/model_config.h"
+#include "tools/cli/command.h"
+#include "tools/cli/demo_model.h"
+#include "tools/cli/engine_flags.h"
+
+namespace taco::cli {
+namespace {
+
+enum class Workload { kLatency, kBatch, kThroughput };
+
+struct BenchEngineArgs {
+    Workload workload = Workload::kLatency;
+    EngineConfig engine;
+    int64_t input_len = 1024;
+    int64_t output_len = 128;
+    int64_t num_iters = 3;
+    int64_t num_prompts = 1000;
+    std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 32, 64};
+    std::string output_json;
+};
+
+std::string_view workload_name(Workload w) {
+    switch (w) {
+        case Workload::kLatency: return "latency";
+        case Workload::kBatch: return "batch";
+        case Workload::kThroughput: return "throughput";
+    }
+    return "?";
+}
+
+nlohmann::json run_json(const BenchRun& r, const ModelFootprint& f) {
+    const double decode_steps_per_s =
+        r.elapsed_s > r.prefill_done_s ? double(r.decode_steps) / (r.elapsed_s - r.prefill_done_s) : 0;
+    return {{"requests", r.num_requests},
+            {"prompt_tokens", r.prompt_tokens},
+            {"output_tokens", r.output_tokens},
+            {"elapsed_s", r.elapsed_s},
+            {"ttft_mean_ms", r.mean_ttft_s * 1e3},
+            {"ttft_p50_ms", r.p50_ttft_s * 1e3},
+            {"ttft_p99_ms", r.p99_ttft_s * 1e3},
+            {"decode_tokens_per_s", r.decode_tokens_per_s()},
+            {"output_tokens_per_s", r.output_tokens_per_s()},
+            {"total_tokens_per_s", r.total_tokens_per_s()},
+            {"engine_steps", r.engine_steps},
+            // Weights read per decode step (KV traffic not counted) and matrix FLOPs of every token processed.
+            {"decode_weight_gb_per_s", decode_steps_per_s * double(f.weight_bytes_per_step) / 1e9},
+            {"matrix_tflop_per_s", r.elapsed_s > 0 ? 2.0 * double(f.matrix_params) *
+                                                         double(r.prompt_tokens + r.output_tokens) / r.elapsed_s / 1e12
+                                                   : 0}};
+}
+
+void print_row(const std::string& label, const nlohmann::json& j) {
+    std::printf("%-12s %8lld %9.2f %9.2f %12.1f %12.1f %12.1f %9.2f %9.3f\n", label.c_str(),
+                static_cast<long long>(j["requests"].get<int64_t>()), j["ttft_mean_ms"].get<double>(),
+                j["ttft_p99_ms"].get<double>(), j["decode_tokens_per_s"].get<double>(),
+                j["output_tokens_per_s"].get<double>(), j["total_tokens_per_s"].get<double>(),
+                j["decode_weight_gb_per_s"].get<double>(), j["matrix_tflop_per_s"].get<double>());
+}
+
+BenchRun run_or_fail(Engine& engine, const BenchWorkload& w) {
+    auto run = run_bench_workload(engine, w);
+    if (!run) fail(run.status().message());
+    return *run;
+}
+
+void run_bench_engine(BenchEngineArgs& args) {
+    if (args.engine.model_dir.empty()) {
+        auto dir = find_demo_model();
+        if (!dir) fail(dir.status().message());
+        args.engine.model_dir = *dir;
+    }
+    auto config = ModelConfig::load_dir(args.engine.model_dir);
+    if (!config) fail(config.status().message());
+    auto footprint = model_footprint(args.engine.model_dir, config->tie_word_embeddings);
+    if (!footprint) fail(footprint.status().message());
+    if (args.workload == Workload::kBatch) {
+        int64_t largest = 1;
+        for (int64_t b : args.batch_sizes) largest = std::max(largest, b);
+        args.engine.max_num_seqs = std::max(args.engine.max_num_seqs, largest);
+    }
+    auto engine = Engine::create(args.engine);
+    if (!engine) fail(engine.status().message());
+
+    nlohmann::json out = {{"workload", workload_name(args.workload)},
+                          {"model", args.engine.model_dir},
+                          {"input_len", args.input_len},
+                          {"output_len", args.output_len},
+                          {"weight_bytes_per_step", footprint->weight_bytes_per_step},
+                          {"matrix_params", footprint->matrix_params},
+                          {"runs", nlohmann::json::array()}};
+    std::printf("%s: %s, %lld prompt / %lld output tokens, %.1f MB of weights per step\n",
+                std::string(workload_name(args.workload)).c_str(), args.engine.model_dir.c_str(),
+                static_cast<long long>(args.input_len), static_cast<long long>(args.output_len),
+                double(footprint->weight_bytes_per_step) / 1e6);
+    std::printf("%-12s %8s %9s %9s %12s %12s %12s %9s %9s\n", "run", "requests", "TTFT ms", "p99 ms", "decode tok/s",
+                "output tok/s", "total tok/s", "GB/s", "TFLOP/s");
+    uint64_t seed = args.engine.seed;
+    auto workload = [&](int64_t requests) { return BenchWorkload{requests, args.input_len, args.output_len, seed++}; };
+    switch (args.workload) {
+        case Workload::kLatency: {
+            run_or_fail(**engine, workload(1));  // warm-up
+            for (int64_t i = 0; i < args.num_iters; ++i) {
+                auto j = run_json(run_or_fail(**engine, workload(1)), *footprint);
+                print_row(fmt::format("iter {}", i), j);
+                out["runs"].push_back(j);
+            }
+            break;
+        }
+        case Workload::kBatch: {
+            run_or_fail(**engine, workload(1));  // warm-up
+            for (int64_t b : args.batch_sizes) {
+                auto j = run_json(run_or_fail(**engine, workload(b)), *footprint);
+                j["batch_size"] = b;
+                print_row(fmt::format("bs={}", b), j);
+                out["runs"].push_back(j);
+            }
+            break;
+        }
+        case Workload::kThroughput: {
+            auto j = run_json(run_or_fail(**engine, workload(args.num_prompts)), *footprint);
+            print_row("all", j);
+            out["runs"].push_back(j);
+            break;
+        }
+    }
+    std::fflush(stdout);
+    if (!args.output_json.empty()) {
+        std::ofstream file(args.output_json);
+        file << out.dump(2) << "\n";
+        if (!file) fail(fmt::format("--output-json {}: cannot write the file", args.output_json));
+    }
+}
+
+void add_workload(CLI::App* bench, Workload workload, const char* help, int64_t input_len, int64_t output_len) {
+    auto args = std::make_shared<BenchEngineArgs>();
+    args->workload = workload;
+    args->input_len = input_len;
+    args->output_len = output_len;
+    CLI::App* sub = bench->add_subcommand(std::string(workload_name(workload)), help);
+    sub->add_option("model", args->engine.model_dir, "Model folder (default: the built-in demo model)");
+    sub->add_option("--input-len", args->input_len, "Prompt tokens per request (random ids)")->capture_default_str();
+    sub->add_option("--output-len", args->output_len, "Generated tokens per request (EOS ignored)")
+        ->capture_default_str();
+    if (workload == Workload::kLatency)
+        sub->add_option("--num-iters", args->num_iters, "Measured runs after one warm-up")->capture_default_str();
+    if (workload == Workload::kBatch)
+        sub->add_option("--batch-sizes", args->batch_sizes, "Requests at once, one run each")
+            ->delimiter(',')
+            ->capture_default_str();
+    if (workload == Workload::kThroughput)
+        sub->add_option("--num-prompts", args->num_prompts, "Requests, all submitted at once")->capture_default_str();
+    sub->add_option("--output-json", args->output_json, "Also write the figures to this JSON file");
+    add_engine_flags(sub, args->engine);
+    sub->callback([args] { run_bench_engine(*args); });
+}
+
+const CommandRegistrar registrar(41, [](CLI::App& app) {
+    // `bench serve` (cmd_bench_serve.cc) lives under the same subcommand.
+    CLI::App* bench = nullptr;
+    try {
+        bench = app.get_subcommand("bench");
+    } catch (const CLI::OptionNotFound&) {
+        bench = app.add_subcommand("bench", "Benchmarks");
+        bench->require_subcommand(1);
+    }
+    add_workload(bench, Workload::kLatency, "One request: TTFT and decode rate (BENCHMARKS.md 'latency')", 1024, 128);
+    add_workload(bench, Workload::kBatch, "Batches of requests at once (BENCHMARKS.md 'batch')", 1024, 400);
+    add_workload(bench, Workload::kThroughput, "Many requests at once (BENCHMARKS.md 'throughput')", 1000, 1000);
+});
+
+}  // namespace
+}  // namespace taco::cli
