@@ -207,6 +207,31 @@ TEST_F(TorchBinFileTest, TorchBinFile_ReadsCraftedZip64Archive) {
     EXPECT_EQ(w->as<float>()[1], 3.0f);
 }
 
+// torch >= 2.1 pickles float8 tensors as _rebuild_tensor_v3(UntypedStorage (numel in bytes), offset, size,
+// stride, requires_grad, hooks, dtype).
+std::string float8_pickle(const char* storage_type, const char* dtype) {
+    testing::PickleWriter w;
+    w.proto().op('}').str("f8").global("torch._utils", "_rebuild_tensor_v3").mark();
+    w.mark().str("storage").global("torch", storage_type).str("0").str("cpu").integer(4).tuple().op('Q');
+    w.integer(1).integer(3).op(0x85).integer(1).op(0x85).op(0x89).global("collections", "OrderedDict").op(')');
+    w.op('R').global("torch", dtype).tuple().op('R').op('s').op('.');
+    return w.bytes();
+}
+
+TEST_F(TorchBinFileTest, TorchBinFile_ReadsFloat8TensorsOfRebuildTensorV3) {
+    auto file =
+        TorchBinFile::open(write("pytorch_model.bin", torch_archive(float8_pickle("UntypedStorage", "float8_e4m3fn"),
+                                                                    {{"0", "\x01\x02\x03\x04"}})));
+    ASSERT_TRUE(file.is_ok()) << file.status().message();
+    auto f8 = (*file)->view("f8");
+    ASSERT_TRUE(f8.is_ok()) << f8.status().message();
+    EXPECT_EQ(f8->dtype, DType::kF8E4M3);
+    EXPECT_EQ(f8->shape_string(), "[3]");
+    EXPECT_EQ(f8->as<uint8_t>()[0], 2);
+    expect_open_error(torch_archive(float8_pickle("FloatStorage", "float8_e5m2"), {{"0", floats({1, 2, 3, 4})}}),
+                      "_rebuild_tensor_v3 of a typed storage");
+}
+
 TEST_F(TorchBinFileTest, TorchBinFile_RejectsMissingStorageRecord) {
     expect_open_error(torch_archive(state_dict_pickle({{"w", "FloatStorage", "7", 2, 0, {2}}}), {}),
                       "tensor 'w': storage record 'archive/data/7' is missing");

@@ -167,14 +167,7 @@ void add_workload(CLI::App* bench, Workload workload, const char* help, int64_t 
 }
 
 const CommandRegistrar registrar(41, [](CLI::App& app) {
-    // `bench serve` (cmd_bench_serve.cc) lives under the same subcommand.
-    CLI::App* bench = nullptr;
-    try {
-        bench = app.get_subcommand("bench");
-    } catch (const CLI::OptionNotFound&) {
-        bench = app.add_subcommand("bench", "Benchmarks");
-        bench->require_subcommand(1);
-    }
+    CLI::App* bench = bench_subcommand(app);
     add_workload(bench, Workload::kLatency, "One request: TTFT and decode rate (BENCHMARKS.md 'latency')", 1024, 128);
     add_workload(bench, Workload::kBatch, "Batches of requests at once (BENCHMARKS.md 'batch')", 1024, 400);
     add_workload(bench, Workload::kThroughput, "Many requests at once (BENCHMARKS.md 'throughput')", 1000, 1000);

@@ -67,14 +67,7 @@ void run_bench_serve(BenchServeArgs& args) {
 }
 
 const CommandRegistrar registrar(40, [](CLI::App& app) {
-    // Other benchmarks may add themselves under the same `bench` subcommand.
-    CLI::App* bench = nullptr;
-    try {
-        bench = app.get_subcommand("bench");
-    } catch (const CLI::OptionNotFound&) {
-        bench = app.add_subcommand("bench", "Benchmarks");
-        bench->require_subcommand(1);
-    }
+    CLI::App* bench = bench_subcommand(app);
     auto args = std::make_shared<BenchServeArgs>();
     CLI::App* sub = bench->add_subcommand("serve", "Streaming load against a running OpenAI-compatible server");
     server::StreamLoadOptions& load = args->load;

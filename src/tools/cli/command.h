@@ -21,6 +21,10 @@ struct CommandRegistrar {
 // In the order given (so `--help` lists them in a stable order).
 std::vector<CommandSetup> registered_commands();
 
+// The `bench` subcommand that the benchmark files (cmd_bench_*.cc) add their workloads under, created by the
+// first of them to register.
+CLI::App* bench_subcommand(CLI::App& app);
+
 // Prints "error: <message>" to stderr and throws CLI::RuntimeError(exit_code).
 [[noreturn]] void fail(const std::string& message, int exit_code = 1);
 

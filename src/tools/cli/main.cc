@@ -29,6 +29,14 @@ std::vector<CommandSetup> registered_commands() {
     return out;
 }
 
+CLI::App* bench_subcommand(CLI::App& app) {
+    for (CLI::App* sub : app.get_subcommands({}))
+        if (sub->get_name() == "bench") return sub;
+    CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+    bench->require_subcommand(1);
+    return bench;
+}
+
 void fail(const std::string& message, int exit_code) {
     std::fprintf(stderr, "error: %s\n", message.c_str());
     throw CLI::RuntimeError(exit_code);
