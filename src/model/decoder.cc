@@ -109,7 +109,10 @@ public:
     // q, k and v rows in the on-disk dtype.
     Status regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
                          int64_t in_features, bool bias, DecoderLayerWeights& w) {
-        TACO_ASSIGN_OR_RETURN(QkvRows rows, qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim));
+        auto layout = qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim);
+        if (!layout.is_ok())
+            return error("{}: tensor '{}.weight': {}", checkpoint_.dir(), prefix, layout.status().message());
+        const QkvRows& rows = *layout;
         TACO_ASSIGN_OR_RETURN(LinearWeights fused,
                               linear(prefix, (heads + 2 * kv_heads) * head_dim, in_features, bias));
         for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
