@@ -238,8 +238,9 @@ Status Decoder::bind_weights() {
     }
     if (spec_.positions == PositionEncoding::kAlibi) {
         alibi_slopes_ = alibi_slopes(c.num_attention_heads);
+        // Falcon rounds its slopes to bfloat16 before use.
         if (spec_.alibi_scaled)
-            for (float& slope : alibi_slopes_) slope *= attention_scale(0);
+            for (float& slope : alibi_slopes_) slope = bf16_to_f32(f32_to_bf16(slope));
     }
     layers_.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -376,6 +377,7 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
     if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
+    params.alibi_bf16_key_positions = spec_.alibi_scaled;
     params.sliding_window = w.sliding_window;
     params.logit_softcap = spec_.attn_logit_softcap;
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);

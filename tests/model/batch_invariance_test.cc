@@ -52,7 +52,7 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
 // residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
 INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
                          ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
-                                           "phi_qk_layernorm"),
+                                           "phi_qk_layernorm", "falcon_alibi_16heads"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
