@@ -15,6 +15,7 @@
 #include "tools/cli/demo_model.h"
 #include "tools/cli/device_option.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/model_source.h"
 
 namespace taco::cli {
 namespace {
@@ -181,7 +182,7 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
 const CommandRegistrar registrar(10, [](CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     CLI::App* sub = app.add_subcommand("generate", "Generate continuations of prompts offline (all batched together)");
-    sub->add_option("model", args->engine.model_dir, "Model folder (default: the built-in demo model)");
+    sub->add_option("model", args->engine.model_dir, "Model folder or hub id (default: the built-in demo model)");
     auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text (needs the model's tokenizer)");
     auto* prompt_ids = sub->add_option("--prompt-ids", args->prompt_ids, "Prompt token ids, comma-separated");
     auto* prompts_file = sub->add_option("--prompts-file", args->prompts_file,
@@ -219,6 +220,8 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
             auto dir = find_demo_model();
             if (!dir) fail(dir.status().message());
             args->engine.model_dir = *dir;
+        } else {
+            args->engine.model_dir = resolve_model_or_fail(args->engine.model_dir);
         }
         run_generate(*args, prompt->count() > 0, prompt_ids->count() > 0);
     });

@@ -13,10 +13,11 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_server.h"
-#include "server/hf_cache.h"
+#include "server/open_file_limit.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/model_source.h"
 
 namespace taco::cli {
 namespace {
@@ -79,12 +80,12 @@ void run_serve(ServeArgs& args) {
     }
     // The name the API reports by default: MODEL as given, or "demo" for the built-in model.
     const std::string model_arg = demo ? std::string("demo") : model;
-    auto resolved = server::resolve_model_dir(model, server::hf_hub_cache_dir());
-    if (!resolved) fail(resolved.status().message());
-    model = *resolved;
     if (args.tensor_parallel_size != 1)
-        log_warn("--tensor-parallel-size {} has no meaning on the CPU backend; running on one device",
-                 args.tensor_parallel_size);
+        fail(
+            fmt::format("--tensor-parallel-size {}: tensor parallelism is not implemented in this build; only 1 is "
+                        "supported",
+                        args.tensor_parallel_size));
+    model = resolve_model_or_fail(model);
     if (args.dtype != "auto" && args.dtype != "float32")
         log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation",
                  args.dtype);
@@ -120,6 +121,9 @@ void run_serve(ServeArgs& args) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
+    // Each connection holds a file descriptor: thousands of streams need more than the usual soft limit of 1024.
+    if (const int64_t fds = server::raise_open_file_limit(); fds >= 0 && fds < 4096)
+        log_warn("serve: at most {} open files (ulimit -n): connections beyond about that many will fail", fds);
     (*server)->start();
     std::printf("taco-llm serving %s on http://%s:%d\n", model_arg.c_str(), options.http.host.c_str(),
                 (*server)->port());
