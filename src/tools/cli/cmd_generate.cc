@@ -157,6 +157,18 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
             json line = sample_json(out.samples.at(0), tokenizer);
             line.erase("index");
             line["prompt_ids"] = out.prompt_ids;
+            if (!out.prompt_logprobs.empty()) {  // prompt_logprobs in a --prompts-file line: null for the first token
+                json lps = json::array({nullptr});
+                for (const SampleLogprobs& lp : out.prompt_logprobs) {
+                    json top = json::array();
+                    for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+                    lps.push_back({{"token", lp.sampled.token},
+                                   {"logprob", lp.sampled.logprob},
+                                   {"rank", lp.sampled_rank},
+                                   {"top", top}});
+                }
+                line["prompt_logprobs"] = lps;
+            }
             if (out.samples.size() > 1) {
                 json all = json::array();
                 for (const SampleOutput& s : out.samples) all.push_back(sample_json(s, tokenizer));
