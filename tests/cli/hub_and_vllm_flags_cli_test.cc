@@ -76,5 +76,15 @@ TEST(HubCli, OfflineModeWithAnUncachedIdIsAClearError) {
     fs::remove_all(cache);
 }
 
+TEST(HubCli, ServeDownloadDirAndRevisionChooseTheCacheAndTheRef) {
+    const fs::path cache = fresh_cache("download_dir");
+    CommandResult r = run_taco("serve acme/not-cached --download-dir " + cache.string() + " --revision v1.0", "",
+                               {{"HF_HUB_OFFLINE", "1"}, {"HF_HUB_CACHE", "/nonexistent/elsewhere"}});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find((cache / "models--acme--not-cached").string()), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("at revision v1.0"), std::string::npos) << r.err;
+    fs::remove_all(cache);
+}
+
 }  // namespace
 }  // namespace taco::testing_util

@@ -29,6 +29,8 @@ struct ServeArgs {
     std::vector<std::string> served_model_names;
     std::string chat_template;
     std::string generation_config = "auto";
+    std::string revision;      // of a hub id
+    std::string download_dir;  // the hub cache to look in and download to
     std::string dtype = "auto";
     double gpu_memory_utilization = 0.9;
     int64_t tensor_parallel_size = 1;
@@ -50,11 +52,9 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--enable-auto-tool-choice", false},
     {"--disable-frontend-multiprocessing", false},
     {"--swap-space", true},
-    {"--download-dir", true},
     {"--load-format", true},
     {"--kv-cache-dtype", true},
     {"--quantization", true},
-    {"--revision", true},
     {"--tokenizer-mode", true},
     {"--cpu-offload-gb", true},
     {"--max-logprobs", true},
@@ -85,7 +85,7 @@ void run_serve(ServeArgs& args) {
             fmt::format("--tensor-parallel-size {}: tensor parallelism is not implemented in this build; only 1 is "
                         "supported",
                         args.tensor_parallel_size));
-    model = resolve_model_or_fail(model);
+    model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.dtype != "auto" && args.dtype != "float32")
         log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation",
                  args.dtype);
@@ -151,6 +151,10 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--generation-config", args->generation_config, "'auto', 'vllm' or a folder")
         ->capture_default_str();
     sub->add_option("--dtype", args->dtype, "Model dtype (auto)")->capture_default_str();
+    sub->add_option("--revision", args->revision, "Branch, tag or commit of a hub id (default: main)");
+    sub->add_option(
+        "--download-dir", args->download_dir,
+        "Hugging Face cache folder for hub ids (default: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)");
     sub->add_option("--gpu-memory-utilization", args->gpu_memory_utilization, "Accepted for vLLM compatibility")
         ->capture_default_str();
     sub->add_option("--tensor-parallel-size", args->tensor_parallel_size, "Devices to shard over")

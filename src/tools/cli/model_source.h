@@ -9,9 +9,15 @@
 
 namespace taco::cli {
 
-// The local folder for `model`; exits with the downloader's message when there is none.
-inline std::string resolve_model_or_fail(const std::string& model) {
-    auto dir = server::HubDownloader(server::hub_options_from_env()).resolve(model);
+// The local folder for `model`; exits with the downloader's message when there is none. `revision` (a branch, tag
+// or commit) and `download_dir` (a hub cache folder), as vLLM's --revision and --download-dir, override the defaults
+// when not empty.
+inline std::string resolve_model_or_fail(const std::string& model, const std::string& revision = "",
+                                         const std::string& download_dir = "") {
+    server::HubOptions options = server::hub_options_from_env();
+    if (!revision.empty()) options.revision = revision;
+    if (!download_dir.empty()) options.cache_dir = download_dir;
+    auto dir = server::HubDownloader(options).resolve(model);
     if (!dir) fail(dir.status().message());
     return *dir;
 }
