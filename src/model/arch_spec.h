@@ -88,9 +88,10 @@ struct ArchSpec {
 
     // GPT-style families (g-gpt). Defaults keep the families above unchanged.
     PositionEncoding positions = PositionEncoding::kRotary;
-    int64_t position_offset = 0;                      // learned: position p reads row p + offset (OPT: 2)
-    bool alibi_scaled = false;                        // ALiBi: false: qk * scale + bias (Bloom); true: (qk + bias) *
-                                                      // scale (Falcon)
+    int64_t position_offset = 0;  // learned: position p reads row p + offset (OPT: 2)
+    // ALiBi: false: q.k * scale + slope * (j - i) (Bloom); true: (q.k + bf16(bf16(slope) * j)) * scale, the
+    // bfloat16 ALiBi tensor of transformers' Falcon.
+    bool alibi_scaled = false;
     QkvLayout qkv_layout = QkvLayout::kConcatenated;  // with fused_qkv
     bool transposed_linears = false;                  // GPT-2's Conv1D stores [in, out]: transposed copies at load
     bool parallel_mlp_norm = false;  // with parallel_residual: the MLP reads post_attention_norm(x) instead of

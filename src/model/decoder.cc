@@ -109,7 +109,10 @@ public:
     // q, k and v rows in the on-disk dtype.
     Status regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
                          int64_t in_features, bool bias, DecoderLayerWeights& w) {
-        TACO_ASSIGN_OR_RETURN(QkvRows rows, qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim));
+        auto layout = qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim);
+        if (!layout.is_ok())
+            return error("{}: tensor '{}.weight': {}", checkpoint_.dir(), prefix, layout.status().message());
+        const QkvRows& rows = *layout;
         TACO_ASSIGN_OR_RETURN(LinearWeights fused,
                               linear(prefix, (heads + 2 * kv_heads) * head_dim, in_features, bias));
         for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
@@ -246,8 +249,9 @@ Status Decoder::bind_weights() {
     }
     if (spec_.positions == PositionEncoding::kAlibi) {
         alibi_slopes_ = alibi_slopes(c.num_attention_heads);
+        // Falcon rounds its slopes to bfloat16 before use.
         if (spec_.alibi_scaled)
-            for (float& slope : alibi_slopes_) slope *= attention_scale(0);
+            for (float& slope : alibi_slopes_) slope = bf16_to_f32(f32_to_bf16(slope));
     }
     layers_.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -390,6 +394,7 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
     if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
+    params.alibi_bf16_key_positions = spec_.alibi_scaled;
     params.sliding_window = w.sliding_window;
     params.logit_softcap = spec_.attn_logit_softcap;
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);

@@ -94,7 +94,7 @@ private:
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
     Tensor lm_head_bias_;                     // [vocab] f32
-    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (times the scale already when alibi_scaled)
+    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (rounded to bfloat16 when alibi_scaled)
 };
 
 }  // namespace taco

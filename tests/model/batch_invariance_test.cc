@@ -50,6 +50,12 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                                            // MoE
                                            "mixtral", "qwen2_moe", "qwen3_moe", "phimoe", "phimoe_longrope"),
                          [](const auto& info) { return info.param; });
+// GPT-style families (g-gpt): learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
+// residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
+INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
+                         ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
+                                           "phi_qk_layernorm", "falcon_alibi_16heads"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace taco

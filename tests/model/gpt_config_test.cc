@@ -61,6 +61,20 @@ TEST(GptConfig, NeoxRotaryPctAndBaseBecomePartialFactorAndTheta) {
     EXPECT_FALSE(c.tie_word_embeddings);
 }
 
+TEST(GptConfig, NeoxAndPhiTransformers5RopeParametersCarryThePartialFactor) {
+    ModelConfig neox = parse(json::parse(R"({"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox",
+        "vocab_size": 100, "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 20000.0,
+        "partial_rotary_factor": 0.5}})"));
+    EXPECT_EQ(neox.rotary_dim(), 8);
+    EXPECT_DOUBLE_EQ(neox.rope.theta, 20000);
+    ModelConfig phi = parse(json::parse(R"({"architectures": ["PhiForCausalLM"], "model_type": "phi",
+        "vocab_size": 100, "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.25}})"));
+    EXPECT_EQ(phi.rotary_dim(), 4);
+}
+
 TEST(GptConfig, GptjRotaryDimCountIsKeptExactly) {
     // head_dim 80 with rotary_dim 24: 24 / 80 * 80 is not 24 in doubles.
     json config = json::parse(R"({"architectures": ["GPTJForCausalLM"], "model_type": "gptj", "vocab_size": 100,

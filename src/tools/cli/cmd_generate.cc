@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/sampling_defaults.h"
 #include "engine/sampling_json.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
 #include "tools/cli/device_option.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/model_source.h"
 
 namespace taco::cli {
 namespace {
@@ -26,6 +28,9 @@ struct GenerateArgs {
     std::string prompt_ids;
     std::string prompts_file;
     SamplingParams sampling;
+    std::string generation_config = "auto";
+    // The sampling flags a generation_config.json default may fill when they are not given.
+    CLI::Option *temperature = nullptr, *top_p = nullptr, *top_k = nullptr, *min_p = nullptr, *max_tokens = nullptr;
     std::string device = "cpu";
     bool json_output = false;
 };
@@ -113,6 +118,14 @@ json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
 void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
     Status device_status = check_device_available(args.device);
     if (!device_status) fail(device_status.message());
+    auto generation = SamplingDefaults::load(args.generation_config, args.engine.model_dir);
+    if (!generation) fail(generation.status().message());
+    for (auto [option, value] : {std::pair{args.temperature, &generation->temperature},
+                                 std::pair{args.top_p, &generation->top_p}, std::pair{args.min_p, &generation->min_p}})
+        if (option && option->count() > 0) value->reset();
+    if (args.top_k && args.top_k->count() > 0) generation->top_k.reset();
+    if (args.max_tokens && args.max_tokens->count() > 0) generation->max_tokens.reset();
+    generation->apply(args.sampling);
     const SamplingParams& defaults = args.sampling;
 
     std::vector<GenerationInput> inputs;
@@ -144,6 +157,18 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
             json line = sample_json(out.samples.at(0), tokenizer);
             line.erase("index");
             line["prompt_ids"] = out.prompt_ids;
+            if (!out.prompt_logprobs.empty()) {  // prompt_logprobs in a --prompts-file line: null for the first token
+                json lps = json::array({nullptr});
+                for (const SampleLogprobs& lp : out.prompt_logprobs) {
+                    json top = json::array();
+                    for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+                    lps.push_back({{"token", lp.sampled.token},
+                                   {"logprob", lp.sampled.logprob},
+                                   {"rank", lp.sampled_rank},
+                                   {"top", top}});
+                }
+                line["prompt_logprobs"] = lps;
+            }
             if (out.samples.size() > 1) {
                 json all = json::array();
                 for (const SampleOutput& s : out.samples) all.push_back(sample_json(s, tokenizer));
@@ -169,7 +194,7 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
 const CommandRegistrar registrar(10, [](CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     CLI::App* sub = app.add_subcommand("generate", "Generate continuations of prompts offline (all batched together)");
-    sub->add_option("model", args->engine.model_dir, "Model folder (default: the built-in demo model)");
+    sub->add_option("model", args->engine.model_dir, "Model folder or hub id (default: the built-in demo model)");
     auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text (needs the model's tokenizer)");
     auto* prompt_ids = sub->add_option("--prompt-ids", args->prompt_ids, "Prompt token ids, comma-separated");
     auto* prompts_file = sub->add_option("--prompts-file", args->prompts_file,
@@ -178,13 +203,21 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
     prompt->excludes(prompt_ids)->excludes(prompts_file);
     prompt_ids->excludes(prompts_file);
     SamplingParams& s = args->sampling;
-    sub->add_option("--max-tokens", s.max_tokens, "Maximum number of generated tokens")->capture_default_str();
+    args->max_tokens =
+        sub->add_option("--max-tokens", s.max_tokens, "Maximum number of generated tokens")->capture_default_str();
     sub->add_option("--min-tokens", s.min_tokens, "EOS and stop tokens are suppressed until N tokens")
         ->capture_default_str();
-    sub->add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
-    sub->add_option("--top-p", s.top_p, "Nucleus sampling mass")->capture_default_str();
-    sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 or -1: off)")->capture_default_str();
-    sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+    args->temperature =
+        sub->add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
+    args->top_p = sub->add_option("--top-p", s.top_p, "Nucleus sampling mass")->capture_default_str();
+    args->top_k =
+        sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 or -1: off)")->capture_default_str();
+    args->min_p =
+        sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+    sub->add_option("--generation-config", args->generation_config,
+                    "Defaults for the sampling flags not given: 'auto' (the model's generation_config.json), 'vllm' "
+                    "(none) or a folder")
+        ->capture_default_str();
     sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
     sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
     sub->add_option("--device", args->device, "cpu or cuda")
@@ -199,6 +232,8 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
             auto dir = find_demo_model();
             if (!dir) fail(dir.status().message());
             args->engine.model_dir = *dir;
+        } else {
+            args->engine.model_dir = resolve_model_or_fail(args->engine.model_dir);
         }
         run_generate(*args, prompt->count() > 0, prompt_ids->count() > 0);
     });
