@@ -32,6 +32,7 @@ struct FetchRequest {
     std::string url;
     std::vector<std::string> headers;  // "Name: value"
     bool head = false;                 // HEAD instead of GET
+    bool follow_redirects = true;      // false: a 3xx is the answer (its headers in FetchResponse)
     int64_t range_start = -1;          // >= 0: ask for the bytes from here on (Range: bytes=N-)
     std::FILE* body_file = nullptr;    // set: a 200/206 body is appended here instead of FetchResponse::body
     FetchProgress progress;

@@ -191,19 +191,30 @@ Status HubDownloader::network_error(const Status& status) const {
 }
 
 Result<HubDownloader::FileInfo> HubDownloader::file_info(const std::string& url, const std::string& name) {
-    FetchRequest request;
-    request.url = url;
-    request.headers = auth_headers();
-    request.head = true;
-    request.headers.push_back("Accept-Encoding: identity");  // Content-Length must be the file's size
+    // Only redirects within the hub are followed (a renamed repository answers with a relative Location): an LFS
+    // file's metadata is on the hub's redirect to its CDN, and the CDN's signed URL may refuse a HEAD.
     FetchResponse response;
-    if (Status s = HttpFetch::run(request, response); !s) return network_error(s);
+    std::string target = url;
+    for (int hop = 0; hop < 5; ++hop) {
+        FetchRequest request;
+        request.url = target;
+        request.headers = auth_headers();
+        request.head = true;
+        request.follow_redirects = false;
+        request.headers.push_back("Accept-Encoding: identity");  // Content-Length must be the file's size
+        if (Status s = HttpFetch::run(request, response); !s) return network_error(s);
+        const std::string location = response.header("location");
+        const bool relative_redirect = response.status >= 300 && response.status < 400 && location.rfind("/", 0) == 0 &&
+                                       response.header("x-linked-etag").empty();
+        if (!relative_redirect) break;
+        target = options_.endpoint + location;
+    }
     if (response.status >= 400) return http_error(response.status, response.header("x-error-code"), name);
     FileInfo info;
-    info.etag = normalize_etag(response.header("x-linked-etag", true));
+    info.etag = normalize_etag(response.header("x-linked-etag"));
     if (info.etag.empty()) info.etag = normalize_etag(response.header("etag"));
-    info.size = parse_size(response.header("x-linked-size", true));
-    if (info.size < 0) info.size = parse_size(response.header("content-length"));
+    info.size = parse_size(response.header("x-linked-size"));
+    if (info.size < 0 && response.status < 300) info.size = parse_size(response.header("content-length"));
     if (!safe_name(info.etag))
         return error("{}: {}: the hub sent no usable ETag ('{}'), so the file has no name in the cache", repo_id_, name,
                      info.etag);

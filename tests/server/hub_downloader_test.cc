@@ -131,6 +131,15 @@ TEST_F(HubTest, PartialFileFromAnEarlierRunIsResumed) {
     EXPECT_FALSE(fs::exists(repo_dir() / "blobs" / (etag + ".incomplete")));
 }
 
+TEST_F(HubTest, RenamedRepositoryIsFollowedAndCachedUnderTheIdAsGiven) {
+    hub.rename("acme/old-name", "acme/tiny");
+    auto dir = HubDownloader(options).resolve("acme/old-name");
+    ASSERT_TRUE(dir.is_ok()) << dir.status().message();
+    EXPECT_EQ(fs::path(*dir), fs::path(hub_repo_dir(cache.string(), "acme/old-name")) / "snapshots" / kCommit);
+    expect_file_matches(*dir, "config.json");
+    expect_file_matches(*dir, "model-00001-of-00005.safetensors");
+}
+
 TEST_F(HubTest, UnknownModelIsAClearErrorAndLeavesNoSnapshot) {
     auto dir = HubDownloader(options).resolve("acme/absent");
     ASSERT_FALSE(dir.is_ok());

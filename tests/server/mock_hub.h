@@ -2,7 +2,8 @@
 //   GET  /api/models/{org}/{name}/revision/{rev}   {"sha", "siblings": [{"rfilename"}]}
 //   HEAD|GET /{org}/{name}/resolve/{commit}/{file}  200 + ETag (git files) or 302 to /cdn/ + X-Linked-Etag and
 //                                                    X-Linked-Size (LFS files: *.safetensors, *.bin); X-Repo-Commit
-//   HEAD|GET /cdn/{etag}                             the bytes, honouring "Range: bytes=N-" with 206
+//   GET /cdn/{etag}                                  the bytes, honouring "Range: bytes=N-" with 206; HEAD gets 403,
+//                                                    as a CDN URL signed for GET does
 // Errors carry X-Error-Code as the hub's do (RepoNotFound, GatedRepo, EntryNotFound). It records every request and
 // can cut the first GET of a file short (headers promise the whole file, half is sent, the socket closes).
 #pragma once
@@ -48,6 +49,11 @@ public:
     void add_repo(const std::string& id, Repo repo) {
         std::lock_guard<std::mutex> lock(mutex_);
         repos_[id] = std::move(repo);
+    }
+    // Requests for `old_id` get a 307 to the same path under `new_id`, as the hub answers for a renamed repository.
+    void rename(const std::string& old_id, const std::string& new_id) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        renamed_[old_id] = new_id;
     }
     void cut_first_get(const std::string& file) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -156,6 +162,11 @@ private:
         const bool resolve = parts.size() == 5 && parts[2] == "resolve";
         if (!api && !resolve) return error_answer(404, "RepoNotFound");
         const std::string id = api ? parts[2] + "/" + parts[3] : parts[0] + "/" + parts[1];
+        if (auto moved = renamed_.find(id); moved != renamed_.end()) {
+            std::string location = seen.target;
+            location.replace(location.find(id), id.size(), moved->second);
+            return Answer{307, {{"Location", location}}, ""};
+        }
         auto it = repos_.find(id);
         if (it == repos_.end()) return error_answer(404, "RepoNotFound");
         const Repo& repo = it->second;
@@ -186,6 +197,7 @@ private:
         auto it = cdn_.find(etag);
         if (it == cdn_.end()) return error_answer(404, "EntryNotFound");
         const auto& [name, bytes, failing] = it->second;
+        if (seen.method == "HEAD") return error_answer(403, "SignatureDoesNotMatch");  // URLs signed for GET only
         if (failing && seen.method == "GET") return error_answer(500, "InternalError");
         const int64_t size = int64_t(bytes.size());
         int64_t start = 0;
@@ -213,6 +225,7 @@ private:
     std::mutex mutex_;
     std::set<int> open_fds_;
     std::map<std::string, Repo> repos_;
+    std::map<std::string, std::string> renamed_;
     std::set<std::string> cut_;
     std::map<std::string, CdnFile> cdn_;
     std::vector<Seen> seen_;
