@@ -22,6 +22,11 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"StableLmForCausalLM", &archs::stablelm},
         {"Starcoder2ForCausalLM", &archs::starcoder2},
         {"NemotronForCausalLM", &archs::nemotron},
+        {"InternLMForCausalLM", &archs::internlm},
+        {"BaiChuanForCausalLM", &archs::baichuan},
+        {"QWenLMHeadModel", &archs::qwen},
+        {"ChatGLMModel", &archs::chatglm},
+        {"ChatGLMForConditionalGeneration", &archs::chatglm},
         // clang-format on
     };
     return table;

@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include "core/file_util.h"
+#include "model/remote_config_keys.h"
 
 namespace taco {
 namespace {
@@ -226,10 +227,11 @@ std::string_view rope_type_name(RopeType type) {
     return "?";
 }
 
-Result<ModelConfig> ModelConfig::from_json(const json& config, const std::string& source) {
-    if (!config.is_object()) return error("{}: must be a JSON object", source);
+Result<ModelConfig> ModelConfig::from_json(const json& original, const std::string& source) {
+    if (!original.is_object()) return error("{}: must be a JSON object", source);
+    TACO_ASSIGN_OR_RETURN(const json config, with_remote_code_keys(original, source));
     ModelConfig c;
-    c.raw = config;
+    c.raw = original;
     JsonReader r(config, source);
     if (!config.contains("architectures") || !config["architectures"].is_array() || config["architectures"].empty() ||
         !config["architectures"][0].is_string())

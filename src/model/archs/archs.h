@@ -16,6 +16,11 @@ Result<ArchSpec> phi3(const ModelConfig& config);
 Result<ArchSpec> stablelm(const ModelConfig& config);
 Result<ArchSpec> starcoder2(const ModelConfig& config);
 Result<ArchSpec> nemotron(const ModelConfig& config);
+// Remote-code families (g-remote)
+Result<ArchSpec> internlm(const ModelConfig& config);
+Result<ArchSpec> baichuan(const ModelConfig& config);
+Result<ArchSpec> qwen(const ModelConfig& config);
+Result<ArchSpec> chatglm(const ModelConfig& config);
 
 // Shared by the Gemma builders.
 // Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
