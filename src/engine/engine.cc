@@ -38,7 +38,11 @@ struct Engine::RequestGroup {
     bool forked = false;
     int64_t num_finished = 0;
     int64_t num_cached_tokens = 0;
+    std::vector<SampleLogprobs> prompt_logprobs;  // of prompt tokens 1.., filled as the prompt is computed
+    bool prompt_logprobs_sent = false;
     bool streams_deltas() const { return num_samples == params.n; }
+    bool wants_prompt_logprobs() const { return params.prompt_logprobs.has_value(); }
+    bool prompt_logprobs_done() const { return prompt_logprobs.size() + 1 >= prompt_ids.size(); }
 };
 
 namespace {
@@ -247,6 +251,8 @@ void Engine::drain_inbox() {
         request->token_ids = group->prompt_ids;
         request->num_prompt_tokens = int64_t(group->prompt_ids.size());
         request->max_total_tokens = request->num_prompt_tokens + group->params.max_tokens;
+        // Cached prompt blocks would leave positions without logits (vLLM skips prefix-cache hits likewise).
+        request->skip_prefix_cache = group->wants_prompt_logprobs();
         Status added = scheduler_->add_request(std::move(request));
         if (!added) {
             RequestOutput out;
@@ -302,29 +308,56 @@ void Engine::step() {
         copies.push_back({c.src_tier == Tier::kHost, c.src, c.dst_tier == Tier::kHost, c.dst});
     runner_->copy_blocks(copies);
 
+    // Per scheduled request, captured before update_after_step moves num_computed_tokens: where its new tokens
+    // start and whether its last one samples.
+    struct Rows {
+        RequestId id;
+        int64_t first_position;
+        int64_t num_prompt_rows;
+        bool samples;
+    };
     std::vector<RunnerSequence> sequences;
+    std::vector<Rows> rows;
     for (const ScheduledRequest& s : out.scheduled) {
         const Request& r = *s.request;
-        sequences.push_back(
-            {r.token_ids, r.num_computed_tokens, s.num_new_tokens, kv_cache_->block_table(r.id), s.samples()});
-        sequences.back().max_length = r.max_total_tokens;
+        RunnerSequence seq{r.token_ids, r.num_computed_tokens, s.num_new_tokens, kv_cache_->block_table(r.id),
+                           s.samples()};
+        seq.num_prompt_logits = num_prompt_logit_rows(r, s.num_new_tokens);
+        seq.max_length = r.max_total_tokens;
+        sequences.push_back(seq);
+        rows.push_back({r.id, r.num_computed_tokens, seq.num_prompt_logits, s.samples()});
     }
     Tensor logits = runner_->execute(sequences);
-    // Which requests sample, captured before update_after_step moves num_computed_tokens.
-    std::vector<RequestId> sampling;
-    for (const ScheduledRequest& s : out.scheduled)
-        if (s.samples()) sampling.push_back(s.request->id);
     scheduler_->update_after_step(out);
 
     const int64_t vocab = logits.size(1);
+    auto logits_row = [&](int64_t row) {
+        return std::span<const float>(logits.as<float>() + row * vocab, size_t(vocab));
+    };
     std::unordered_map<RequestGroup*, RequestOutput> deltas;
-    for (size_t row = 0; row < sampling.size(); ++row) {
-        auto found = samples_.find(sampling[row]);
+    int64_t row = 0;
+    for (const Rows& r : rows) {
+        auto found = samples_.find(r.id);
         TACO_CHECK(found != samples_.end());
         RequestGroup& group = *found->second.first;
         const size_t index = found->second.second;
-        std::span<const float> raw(logits.as<float>() + int64_t(row) * vocab, size_t(vocab));
+        for (int64_t i = 0; i < r.num_prompt_rows; ++i, ++row) {
+            // Position p's logits give the logprob of prompt token p + 1; rows recomputed after a preemption
+            // were recorded already.
+            const int64_t position = r.first_position + i;
+            if (position != int64_t(group.prompt_logprobs.size())) continue;
+            group.prompt_logprobs.push_back(Sampler::logprobs_of(
+                logits_row(row), group.prompt_ids[size_t(position + 1)], *group.params.prompt_logprobs));
+        }
+        if (!r.samples) continue;
+        std::span<const float> raw = logits_row(row++);
         auto& delta = deltas[&group];
+        // Read now: a request that finishes in this step is gone from the scheduler by emit().
+        if (const Request* parent = scheduler_->find(group.id)) group.num_cached_tokens = parent->num_cached_tokens;
+        if (group.params.max_tokens == 0) {
+            finish_after_prompt(group, delta);
+            continue;
+        }
         // The other samples of an n > 1 request start here, from the same prompt logits.
         if (group.num_samples > 1 && !group.forked) {
             fork_samples(group);
@@ -332,9 +365,33 @@ void Engine::step() {
         }
         sample_token(group, group.samples[index], raw, delta);
     }
+    TACO_CHECK_EQ(row, logits.size(0));
     // Counters first, so a reader woken by its final output sees the step that produced it.
     update_stats(/*count_step=*/true);
     for (auto& [group, delta] : deltas) emit(*group, std::move(delta));
+}
+
+int64_t Engine::num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const {
+    auto found = samples_.find(r.id);
+    if (found == samples_.end()) return 0;
+    const RequestGroup& group = *found->second.first;
+    if (!group.wants_prompt_logprobs() || group.prompt_logprobs_done()) return 0;
+    // Positions [num_computed, num_computed + num_new) computed now; those below num_prompt_tokens - 1 predict
+    // a prompt token (the last prompt position predicts the first output token: the sampling row).
+    const int64_t end = std::min(r.num_computed_tokens + num_new_tokens, r.num_prompt_tokens - 1);
+    return std::max<int64_t>(0, end - r.num_computed_tokens);
+}
+
+void Engine::finish_after_prompt(RequestGroup& group, RequestOutput& delta) {
+    if (group.num_samples > 1 && !group.forked) fork_samples(group);
+    for (SampleState& s : group.samples) {
+        if (s.finished) continue;
+        finish_sample(group, s, FinishReason::kLength, RequestStatus::kFinishedLength);
+        SampleOutput out;
+        out.index = s.index;
+        out.finish_reason = FinishReason::kLength;
+        delta.samples.push_back(std::move(out));
+    }
 }
 
 void Engine::update_stats(bool count_step) {
@@ -468,6 +525,9 @@ void Engine::emit(RequestGroup& group, RequestOutput delta) {
     const Request* parent = scheduler_->find(group.id);
     if (parent) group.num_cached_tokens = parent->num_cached_tokens;
     delta.num_cached_tokens = group.num_cached_tokens;
+    // Sent once, with the first output after the whole prompt has been computed.
+    const bool attach_prompt_logprobs = group.wants_prompt_logprobs() && !group.prompt_logprobs_sent &&
+                                        group.prompt_logprobs_done() && !delta.samples.empty();
     for (SampleOutput& s : delta.samples) {
         SampleOutput& whole = group.samples[size_t(s.index)].whole;
         whole.index = s.index;
@@ -483,6 +543,10 @@ void Engine::emit(RequestGroup& group, RequestOutput delta) {
     const bool done = group.num_finished >= group.num_samples;
     if (group.streams_deltas()) {
         delta.finished = done;
+        if (attach_prompt_logprobs) {
+            delta.prompt_logprobs = group.prompt_logprobs;
+            group.prompt_logprobs_sent = true;
+        }
         if (!delta.samples.empty() || done) group.stream->push(std::move(delta));
     } else if (done) {
         // best_of > n: the n samples with the highest cumulative logprob, as one final output.
@@ -498,6 +562,8 @@ void Engine::emit(RequestGroup& group, RequestOutput delta) {
         final_out.num_cached_tokens = group.num_cached_tokens;
         final_out.samples = std::move(all);
         final_out.finished = true;
+        if (group.wants_prompt_logprobs() && group.prompt_logprobs_done())
+            final_out.prompt_logprobs = group.prompt_logprobs;
         group.stream->push(std::move(final_out));
     }
     if (done) groups_.erase(group.id);

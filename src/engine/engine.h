@@ -80,6 +80,10 @@ private:
                        double token_logprob, RequestOutput& delta);
     void fork_samples(RequestGroup& group);
     void sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw, RequestOutput& delta);
+    // How many of this step's new tokens of `r` need their logits for prompt logprobs (a prefix of them).
+    int64_t num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const;
+    // max_tokens 0: every sample ends with finish reason "length" once the prompt is computed, no token sampled.
+    void finish_after_prompt(RequestGroup& group, RequestOutput& delta);
     void emit(RequestGroup& group, RequestOutput delta);
     void update_stats(bool count_step);
 

@@ -42,6 +42,7 @@ RequestOutput OutputStream::wait_final() {
         merged.num_cached_tokens = out->num_cached_tokens;
         merged.finished = out->finished;
         merged.error = out->error;
+        if (!out->prompt_logprobs.empty()) merged.prompt_logprobs = std::move(out->prompt_logprobs);
         for (SampleOutput& delta : out->samples) {
             SampleOutput& s = samples[delta.index];
             s.index = delta.index;

@@ -40,6 +40,10 @@ struct RequestOutput {
     std::vector<int32_t> prompt_ids;
     int64_t num_cached_tokens = 0;      // prompt tokens served from the prefix cache
     std::vector<SampleOutput> samples;  // deltas: only samples with something new
+    // When prompt_logprobs was asked for: the raw-logit logprobs of prompt tokens 1.. (the first has none, so
+    // num_prompt_tokens - 1 entries), each with the params.prompt_logprobs most likely tokens at its position.
+    // Only in the first output of the request (and in a best_of final output).
+    std::vector<SampleLogprobs> prompt_logprobs;
     bool finished = false;
     std::string error;  // set when the request failed after submission
 };

@@ -9,7 +9,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<const char*, 20> kKeys = {"max_tokens",
+constexpr std::array<const char*, 21> kKeys = {"max_tokens",
                                                "min_tokens",
                                                "temperature",
                                                "top_p",
@@ -28,7 +28,8 @@ constexpr std::array<const char*, 20> kKeys = {"max_tokens",
                                                "ignore_eos",
                                                "include_stop_str_in_output",
                                                "skip_special_tokens",
-                                               "max_completion_tokens"};
+                                               "max_completion_tokens",
+                                               "prompt_logprobs"};
 
 Status read_int(const json& v, const char* key, int64_t& out) {
     if (v.is_number_integer()) {
@@ -152,6 +153,10 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
                 TACO_RETURN_IF_ERROR(read_int(v, k, count));
                 p.logprobs = count;
             }
+        } else if (key == "prompt_logprobs") {
+            int64_t count = 0;
+            TACO_RETURN_IF_ERROR(read_int(v, k, count));
+            p.prompt_logprobs = count;
         } else if (key == "ignore_eos") {
             TACO_RETURN_IF_ERROR(read_bool(v, k, p.ignore_eos));
         } else if (key == "include_stop_str_in_output") {

@@ -45,6 +45,9 @@ Tensor ModelRunner::execute(std::span<const RunnerSequence> sequences) {
         const int64_t end = s.num_computed_tokens + s.num_new_tokens;
         TACO_CHECK_LE(end, int64_t(s.token_ids.size()));
         TACO_CHECK_LE((end + block_size - 1) / block_size, int64_t(s.block_table.size()));
+        TACO_CHECK(s.num_prompt_logits >= 0 && s.num_logits() <= s.num_new_tokens);
+        const int32_t first_row = int32_t(batch.token_ids.size());
+        for (int64_t i = 0; i < s.num_prompt_logits; ++i) batch.logits_indices.push_back(first_row + int32_t(i));
         for (int64_t p = s.num_computed_tokens; p < end; ++p) {
             batch.token_ids.push_back(s.token_ids[size_t(p)]);
             batch.attention.positions.push_back(int32_t(p));

@@ -18,7 +18,12 @@ struct RunnerSequence {
     int64_t num_new_tokens = 0;            // tokens to compute now
     std::span<const int32_t> block_table;  // physical device blocks, logical order
     bool wants_logits = false;             // logits of the last new token
+    // Also the logits of the first num_prompt_logits new tokens (prompt logprobs), before the last token's row;
+    // num_prompt_logits + wants_logits <= num_new_tokens, so no row is asked for twice.
+    int64_t num_prompt_logits = 0;
     int64_t max_length = 0;  // prompt + max_tokens; picks LongRoPE's factors (0: unknown, the tokens so far)
+
+    int64_t num_logits() const { return num_prompt_logits + (wants_logits ? 1 : 0); }
 };
 
 struct KvCopy {
@@ -42,7 +47,8 @@ public:
     // Runs the copies in order (device <-> host, device -> device).
     void copy_blocks(std::span<const KvCopy> copies);
 
-    // One forward pass over all sequences; returns logits [number of sequences that want them, vocab] in order.
+    // One forward pass over all sequences; returns logits [sum of num_logits(), vocab]: sequence by sequence, each
+    // with its prompt-logit rows first, then its last token's row.
     Tensor execute(std::span<const RunnerSequence> sequences);
 
     // Raw access for tests (e.g. checking that a host round trip restores the KV exactly).

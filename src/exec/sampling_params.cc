@@ -41,7 +41,7 @@ Status SamplingParams::validate(int64_t vocab_size) const {
         if (vocab_size > 0 && token >= vocab_size)
             return error("logit_bias token id {} is outside the vocabulary [0, {})", token, vocab_size);
     }
-    if (max_tokens < 1) return error("max_tokens must be at least 1, got {}", max_tokens);
+    if (max_tokens < 0) return error("max_tokens must be non-negative (0: the prompt only), got {}", max_tokens);
     if (min_tokens < 0) return error("min_tokens must be non-negative, got {}", min_tokens);
     if (min_tokens > max_tokens)
         return error("min_tokens ({}) must not exceed max_tokens ({})", min_tokens, max_tokens);

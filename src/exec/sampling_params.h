@@ -23,14 +23,14 @@ struct SamplingParams {
     double repetition_penalty = 1.0;                         // > 0, over prompt and generated tokens
     std::map<int32_t, float> logit_bias;  // added to the logits; values clamped to [-100, 100] as vLLM does
     std::optional<uint64_t> seed;
-    int64_t max_tokens = 16;
-    int64_t min_tokens = 0;  // EOS and stop tokens are suppressed until this many tokens exist
+    int64_t max_tokens = 16;  // 0: the prompt only (with prompt_logprobs: scoring), no token sampled
+    int64_t min_tokens = 0;   // EOS and stop tokens are suppressed until this many tokens exist
     bool ignore_eos = false;
     std::vector<int32_t> stop_token_ids;
     std::vector<std::string> stop;  // stop strings
     bool include_stop_str_in_output = false;
-    std::optional<int64_t> logprobs;  // top logprobs per generated token (0: the sampled token's only)
-    std::optional<int64_t> prompt_logprobs;
+    std::optional<int64_t> logprobs;         // top logprobs per generated token (0: the sampled token's only)
+    std::optional<int64_t> prompt_logprobs;  // top logprobs per prompt position, from the raw logits
     bool skip_special_tokens = true;
 
     static constexpr int64_t kMaxLogprobs = 20;  // vLLM's default --max-logprobs

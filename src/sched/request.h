@@ -26,6 +26,7 @@ struct Request {
     int64_t num_cached_tokens = 0;    // of the prompt, found in the prefix cache at (first) admission
     int64_t max_total_tokens = 0;     // prompt + max_tokens
     uint64_t cache_salt = 0;
+    bool skip_prefix_cache = false;  // compute every token (prompt logprobs need the logits of each position)
     RequestStatus status = RequestStatus::kWaiting;
     int64_t num_preemptions = 0;
 

@@ -112,7 +112,8 @@ SchedulerOutput Scheduler::schedule() {
 void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
     while (!waiting_.empty() && int64_t(running_.size()) < config_.max_num_seqs && budget > 0) {
         Request* r = waiting_.front();
-        const int64_t num_cached = kv_cache_.match_prefix(r->id, r->token_ids, r->cache_salt);
+        const int64_t num_cached =
+            r->skip_prefix_cache ? 0 : kv_cache_.match_prefix(r->id, r->token_ids, r->cache_salt);
         int64_t num_new = r->num_tokens() - num_cached;
         if (!config_.enable_chunked_prefill && num_new > budget) {
             kv_cache_.free(r->id);

@@ -67,6 +67,14 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->context_.engine = engine;
     server->context_.chat_template = server->chat_template_ ? &*server->chat_template_ : nullptr;
     server->context_.model_names = opts.served_model_names;
+    auto defaults = SamplingDefaults::load(opts.generation_config, opts.model_dir);
+    if (!defaults) return defaults.status();
+    server->context_.defaults = *defaults;
+    if (!defaults->empty())
+        log_info(
+            "server: default sampling parameters from generation_config.json: {} (requests override them; "
+            "--generation-config vllm ignores the file)",
+            defaults->describe());
     ApiServer* self = server.get();
     TACO_ASSIGN_OR_RETURN(server->http_,
                           HttpServer::create(opts.http, [self](const HttpRequest& r) { return self->handle(r); }));

@@ -85,24 +85,57 @@ json CompletionReply::usage() const {
                 {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
-json CompletionReply::completion_logprobs(const std::vector<SampleLogprobs>& logprobs, int64_t& text_offset) const {
+json CompletionReply::completion_logprobs(const Track* echo_prompt, const std::vector<SampleLogprobs>& logprobs,
+                                          int64_t& text_offset) const {
     const Tokenizer* tokenizer = engine_->tokenizer();
     json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
-    for (const SampleLogprobs& lp : logprobs) {
-        const std::string text = token_text(tokenizer, lp.sampled.token);
+    // `lp` null: a token without logprobs (the first prompt token).
+    auto add = [&](int32_t token, const SampleLogprobs* lp) {
+        const std::string text = token_text(tokenizer, token);
         tokens.push_back(text);
-        token_logprobs.push_back(clamp_logprob(lp.sampled.logprob));
-        json top = json::object();
-        top[text] = clamp_logprob(lp.sampled.logprob);
-        for (const TokenLogprob& t : lp.top) top[token_text(tokenizer, t.token)] = clamp_logprob(t.logprob);
-        top_logprobs.push_back(std::move(top));
         offsets.push_back(text_offset);
         text_offset += int64_t(text.size());
+        if (!lp) {
+            token_logprobs.push_back(nullptr);
+            top_logprobs.push_back(nullptr);
+            return;
+        }
+        token_logprobs.push_back(clamp_logprob(lp->sampled.logprob));
+        json top = json::object();
+        top[text] = clamp_logprob(lp->sampled.logprob);
+        for (const TokenLogprob& t : lp->top) top[token_text(tokenizer, t.token)] = clamp_logprob(t.logprob);
+        top_logprobs.push_back(std::move(top));
+    };
+    if (echo_prompt) {
+        const auto& ids = echo_prompt->prompt_ids;
+        const auto& prompt = echo_prompt->prompt_logprobs;
+        for (size_t i = 0; i < ids.size(); ++i) add(ids[i], i >= 1 && i - 1 < prompt.size() ? &prompt[i - 1] : nullptr);
     }
+    for (const SampleLogprobs& lp : logprobs) add(lp.sampled.token, &lp);
     return json{{"tokens", tokens},
                 {"token_logprobs", token_logprobs},
                 {"top_logprobs", top_logprobs},
                 {"text_offset", offsets}};
+}
+
+json CompletionReply::vllm_prompt_logprobs(const Track& track) const {
+    const Tokenizer* tokenizer = engine_->tokenizer();
+    json list = json::array();
+    if (track.prompt_ids.empty()) return list;
+    list.push_back(nullptr);
+    for (const SampleLogprobs& lp : track.prompt_logprobs) {
+        json entry = json::object();
+        auto add = [&](int32_t token, float logprob, int64_t rank) {
+            const std::string key = std::to_string(token);
+            if (entry.contains(key)) return;
+            entry[key] = {
+                {"logprob", clamp_logprob(logprob)}, {"rank", rank}, {"decoded_token", token_text(tokenizer, token)}};
+        };
+        add(lp.sampled.token, lp.sampled.logprob, lp.sampled_rank);
+        for (size_t k = 0; k < lp.top.size(); ++k) add(lp.top[k].token, lp.top[k].logprob, int64_t(k) + 1);
+        list.push_back(std::move(entry));
+    }
+    return list;
 }
 
 json CompletionReply::chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const {
@@ -129,9 +162,12 @@ void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std:
     json c = {{"index", index}};
     if (job_.endpoint == Endpoint::kCompletion) {
         std::string text = delta.text;
-        if (!choice.started && job_.echo) text = job_.echo_texts[index / size_t(job_.n)] + text;
+        const bool echo_now = !choice.started && job_.echo;
+        if (echo_now) text = job_.echo_texts[index / size_t(job_.n)] + text;
         c["text"] = text;
-        c["logprobs"] = job_.want_logprobs ? completion_logprobs(delta.logprobs, text_offsets_[index]) : json(nullptr);
+        const Track* echo_prompt = echo_now ? &tracks_[index / size_t(job_.n)] : nullptr;
+        c["logprobs"] =
+            job_.want_logprobs ? completion_logprobs(echo_prompt, delta.logprobs, text_offsets_[index]) : json(nullptr);
     } else {
         json d = json::object();
         if (!delta.text.empty() || !delta.finish_reason) d["content"] = delta.text;
@@ -178,6 +214,7 @@ bool CompletionReply::poll(std::string& out) {
             auto output = track.stream->try_next();
             if (!output) break;
             if (!output->prompt_ids.empty()) track.prompt_ids = output->prompt_ids;
+            if (!output->prompt_logprobs.empty()) track.prompt_logprobs = std::move(output->prompt_logprobs);
             track.num_cached_tokens = output->num_cached_tokens;
             if (!output->error.empty()) track.error = output->error;
             for (const SampleOutput& delta : output->samples) {
@@ -236,7 +273,10 @@ Reply CompletionReply::take_reply() {
         if (job_.endpoint == Endpoint::kCompletion) {
             c["text"] = (job_.echo ? job_.echo_texts[i / size_t(job_.n)] : "") + choice.text;
             int64_t offset = 0;
-            c["logprobs"] = job_.want_logprobs ? completion_logprobs(choice.logprobs, offset) : json(nullptr);
+            c["logprobs"] = job_.want_logprobs
+                                ? completion_logprobs(job_.echo ? &track : nullptr, choice.logprobs, offset)
+                                : json(nullptr);
+            if (job_.want_prompt_logprobs_field) c["prompt_logprobs"] = vllm_prompt_logprobs(track);
         } else {
             c["message"] = {
                 {"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}, {"tool_calls", json::array()}};
@@ -253,6 +293,8 @@ Reply CompletionReply::take_reply() {
     json body = chunk_base();
     body["choices"] = std::move(choices);
     body["usage"] = usage();
+    if (job_.endpoint == Endpoint::kChat && job_.want_prompt_logprobs_field)
+        body["prompt_logprobs"] = vllm_prompt_logprobs(tracks_.at(0));
     return Reply{200, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
 }
 

@@ -46,6 +46,7 @@ private:
     struct Track {  // one engine request
         std::shared_ptr<OutputStream> stream;
         std::vector<int32_t> prompt_ids;
+        std::vector<SampleLogprobs> prompt_logprobs;  // of prompt tokens 1.., when computed
         int64_t num_cached_tokens = 0;
         int64_t num_generated = 0;
         std::optional<Clock::time_point> first_token;
@@ -55,7 +56,12 @@ private:
 
     nlohmann::json chunk_base() const;
     nlohmann::json usage() const;
-    nlohmann::json completion_logprobs(const std::vector<SampleLogprobs>& logprobs, int64_t& text_offset) const;
+    // OpenAI's legacy logprobs object; with `echo_prompt`, the prompt's tokens come first (the first one with
+    // null logprobs, as it has no context).
+    nlohmann::json completion_logprobs(const Track* echo_prompt, const std::vector<SampleLogprobs>& logprobs,
+                                       int64_t& text_offset) const;
+    // vLLM's prompt_logprobs: null for the first token, then {token id: {logprob, rank, decoded_token}}.
+    nlohmann::json vllm_prompt_logprobs(const Track& track) const;
     nlohmann::json chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const;
     // Streaming: the chunk text for one delta of choice `index`.
     void append_chunk(size_t index, const SampleOutput& delta, std::string& out);

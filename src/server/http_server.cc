@@ -127,8 +127,36 @@ private:
             stream_done_ = false;
             write_stream();
         } else {
+            watch_for_disconnect();
             poll_whole();
         }
+    }
+
+    // While a non-streaming reply is computed nothing is written, so only a read notices the client leaving: one
+    // read stays outstanding until then. Bytes that arrive (a pipelined request) are kept in buffer_ for the next
+    // read_request(). When the reply is ready the read is cancelled and the reply sent from its handler.
+    void watch_for_disconnect() {
+        watching_ = true;
+        stream_.expires_never();  // a long computation is no idle connection
+        const size_t room = kHeaderLimit;
+        stream_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+            self->watching_ = false;
+            self->buffer_.commit(n);
+            if (self->ready_) {
+                Reply reply = std::move(*self->ready_);
+                self->ready_.reset();
+                return self->send(std::move(reply));
+            }
+            if (!ec && self->pending_) {
+                if (self->buffer_.size() < kHeaderLimit) self->watch_for_disconnect();
+                return;
+            }
+            if (ec && self->pending_) {  // EOF or reset: the client is gone
+                self->pending_->cancel();
+                self->pending_.reset();
+                self->close();
+            }
+        });
     }
 
     void send(Reply reply) {
@@ -166,7 +194,10 @@ private:
         if (pending_->poll(ignored)) {
             Reply reply = pending_->take_reply();
             pending_.reset();
-            return send(std::move(reply));
+            if (!watching_) return send(std::move(reply));
+            ready_ = std::move(reply);  // sent once the watching read has been cancelled
+            stream_.cancel();
+            return;
         }
         wait_then([](Session& s) { s.poll_whole(); });
     }
@@ -222,7 +253,9 @@ private:
     bool keep_alive_ = true;
     bool stream_done_ = false;
     bool draining_ = false;
-    int poll_wait_us_ = 0;  // the current idle wait between polls; 0 after a poll that found data
+    int poll_wait_us_ = 0;        // the current idle wait between polls; 0 after a poll that found data
+    bool watching_ = false;       // watch_for_disconnect()'s read is outstanding
+    std::optional<Reply> ready_;  // a finished non-streaming reply waiting for that read to end
 };
 
 }  // namespace

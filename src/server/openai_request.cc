@@ -76,6 +76,7 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
         return false;
     }
     if (!read_bool(body, "return_token_ids", job.return_token_ids, error)) return false;
+    ctx.defaults.apply(params);
     Status status = apply_sampling_json(body, params);
     if (!status) {
         // The message names the key in quotes: 'top_p' must be ...
@@ -87,6 +88,11 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
     }
     if (present(body, "logit_bias") && !body.at("logit_bias").is_object()) {
         fail(error, "'logit_bias' must be an object of token id -> bias", "logit_bias");
+        return false;
+    }
+    job.want_prompt_logprobs_field = params.prompt_logprobs.has_value();
+    if (job.want_prompt_logprobs_field && job.stream) {  // as vLLM
+        fail(error, "'prompt_logprobs' is not available when 'stream' is true", "prompt_logprobs");
         return false;
     }
     return true;
@@ -148,8 +154,10 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     if (!check_unsupported(body, error)) return std::nullopt;
     if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
     job.want_logprobs = params.logprobs.has_value();
-    if (job.echo && job.want_logprobs)
-        return fail(error, "'echo' together with 'logprobs' (prompt logprobs) is not supported yet", "echo");
+    // echo with logprobs reports the prompt's tokens too (lm-eval-harness scores prompts with max_tokens 0).
+    if (job.echo && job.want_logprobs && !params.prompt_logprobs) params.prompt_logprobs = params.logprobs;
+    if (params.max_tokens == 0 && !job.echo)
+        return fail(error, "max_tokens must be at least 1, got 0 (0, the prompt only, needs 'echo')", "max_tokens");
     job.n = params.n;
     if (!present(body, "prompt")) return fail(error, "'prompt' is required", "prompt");
     const json& prompt = body.at("prompt");
@@ -266,6 +274,10 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     SamplingParams params;
     if (!read_common(sampling, ctx, job, params, error)) return std::nullopt;
     if (!check_unsupported(body, error)) return std::nullopt;
+    bool echo = false;
+    if (!read_bool(body, "echo", echo, error)) return std::nullopt;
+    if (echo) return fail(error, "'echo' is not supported for chat completions", "echo");
+    if (params.max_tokens == 0) return fail(error, "max_tokens must be at least 1, got 0", "max_tokens");
     if (!read_bool(body, "logprobs", job.want_logprobs, error)) return std::nullopt;
     if (present(body, "top_logprobs")) {
         const json& top = body.at("top_logprobs");
@@ -283,8 +295,10 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     // The template already holds the special tokens it wants (vLLM tokenizes chat prompts without adding any).
     auto ids = ctx.engine->tokenizer()->encode(*prompt, false);
     if (!ids) return fail(error, ids.status().message(), "messages");
-    if (!present(body, "max_tokens") && !present(body, "max_completion_tokens"))
+    if (!present(body, "max_tokens") && !present(body, "max_completion_tokens")) {
         params.max_tokens = std::max<int64_t>(1, ctx.engine->max_model_len() - int64_t(ids->size()));
+        if (ctx.defaults.max_tokens) params.max_tokens = std::min(params.max_tokens, *ctx.defaults.max_tokens);
+    }
     job.inputs.push_back(GenerationInput{std::nullopt, std::move(*ids), params});
     job.echo_texts.push_back("");
     return job;

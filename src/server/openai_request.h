@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/sampling_defaults.h"
 #include "tokenizer/chat_template.h"
 
 namespace taco::server {
@@ -38,6 +39,8 @@ struct CompletionJob {
     bool echo = false;
     bool return_token_ids = false;  // vLLM: token_ids / prompt_token_ids in the choices
     bool want_logprobs = false;
+    // vLLM's prompt_logprobs was asked for: each completion choice (the chat response) carries "prompt_logprobs".
+    bool want_prompt_logprobs_field = false;
     int64_t n = 1;
 };
 
@@ -45,6 +48,7 @@ struct ParseContext {
     const Engine* engine = nullptr;
     const ChatTemplate* chat_template = nullptr;  // null: the model has none
     std::vector<std::string> model_names;         // names accepted in "model"
+    SamplingDefaults defaults;                    // --generation-config: for parameters a request leaves out
 };
 
 // The body must already be a parsed JSON value.

@@ -45,7 +45,7 @@ TEST(SamplingParams, ValidateNamesEachParameter) {
     expect_error_names([](SamplingParams& p) { p.logit_bias = {{100, 1.0f}}; }, "logit_bias token id 100");
     expect_error_names([](SamplingParams& p) { p.logit_bias = {{-1, 1.0f}}; }, "logit_bias");
     expect_error_names([](SamplingParams& p) { p.logit_bias = {{5, NAN}}; }, "logit_bias");
-    expect_error_names([](SamplingParams& p) { p.max_tokens = 0; }, "max_tokens");
+    expect_error_names([](SamplingParams& p) { p.max_tokens = -1; }, "max_tokens");
     expect_error_names([](SamplingParams& p) { p.min_tokens = -1; }, "min_tokens");
     expect_error_names([](SamplingParams& p) { p.min_tokens = 20, p.max_tokens = 10; }, "min_tokens");
     expect_error_names([](SamplingParams& p) { p.stop_token_ids = {2, 100}; }, "stop_token_ids");
@@ -72,6 +72,9 @@ TEST(SamplingParams, AcceptsTheEdgesOfEachRange) {
     p.stop = {"\n\n"};
     p.logprobs = 20;
     p.prompt_logprobs = 0;
+    EXPECT_TRUE(p.validate(100).is_ok()) << p.validate(100).message();
+    p.min_tokens = 0;
+    p.max_tokens = 0;  // the prompt only
     EXPECT_TRUE(p.validate(100).is_ok()) << p.validate(100).message();
     p.temperature = 0;
     p.n = 1;

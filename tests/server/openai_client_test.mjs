@@ -65,9 +65,15 @@ const chunkSchema = {
         delta: { type: 'object', properties: { role: { const: 'assistant' }, content: { type: 'string' } } } } } },
   },
 };
+// With echo the prompt's tokens lead the logprobs, the first with null (it has no context), as OpenAI's legacy
+// completions returned them.
+const echoCompletionSchema = structuredClone(completionSchema);
+const echoLogprobs = echoCompletionSchema.properties.choices.items.properties.logprobs.anyOf[1];
+echoLogprobs.properties.token_logprobs.items = { type: ['number', 'null'] };
+echoLogprobs.properties.top_logprobs.items = { anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: num }] };
 const ajv = new Ajv({ allErrors: true });
 const validators = { completion: ajv.compile(completionSchema), chat: ajv.compile(chatSchema),
-  chunk: ajv.compile(chunkSchema) };
+  chunk: ajv.compile(chunkSchema), echoCompletion: ajv.compile(echoCompletionSchema) };
 function check(kind, value) {
   if (!validators[kind](value)) throw new Error(`${kind} schema: ${ajv.errorsText(validators[kind].errors)}\n` +
                                                  JSON.stringify(value));
@@ -104,6 +110,19 @@ try {
   check('completion', ids);
   assert.equal(ids.choices.length, 2);
   assert.equal(ids.usage.prompt_tokens, 5);
+
+  // lm-eval-harness's loglikelihood request: the prompt scored, nothing generated.
+  const scored = await client.completions.create({ model: 'demo', prompt: 'Once upon a time', max_tokens: 0,
+    echo: true, logprobs: 1 });
+  check('echoCompletion', scored);
+  const scoredChoice = scored.choices[0];
+  assert.equal(scoredChoice.text, 'Once upon a time');
+  assert.equal(scoredChoice.finish_reason, 'length');
+  assert.equal(scoredChoice.logprobs.tokens.join(''), 'Once upon a time');
+  assert.equal(scoredChoice.logprobs.tokens.length, scored.usage.prompt_tokens);
+  assert.equal(scoredChoice.logprobs.token_logprobs[0], null);
+  assert.ok(scoredChoice.logprobs.token_logprobs.slice(1).every((x) => typeof x === 'number' && x <= 0));
+  assert.equal(scored.usage.completion_tokens, 0);
 
   const messages = [{ role: 'user', content: 'Tell me a story.' }];
   const chat = await client.chat.completions.create({ model: 'demo', messages, max_tokens: 6, temperature: 0,

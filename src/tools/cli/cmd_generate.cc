@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/sampling_defaults.h"
 #include "engine/sampling_json.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
@@ -26,6 +27,9 @@ struct GenerateArgs {
     std::string prompt_ids;
     std::string prompts_file;
     SamplingParams sampling;
+    std::string generation_config = "auto";
+    // The sampling flags a generation_config.json default may fill when they are not given.
+    CLI::Option *temperature = nullptr, *top_p = nullptr, *top_k = nullptr, *min_p = nullptr, *max_tokens = nullptr;
     std::string device = "cpu";
     bool json_output = false;
 };
@@ -113,6 +117,14 @@ json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
 void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
     Status device_status = check_device_available(args.device);
     if (!device_status) fail(device_status.message());
+    auto generation = SamplingDefaults::load(args.generation_config, args.engine.model_dir);
+    if (!generation) fail(generation.status().message());
+    for (auto [option, value] : {std::pair{args.temperature, &generation->temperature},
+                                 std::pair{args.top_p, &generation->top_p}, std::pair{args.min_p, &generation->min_p}})
+        if (option && option->count() > 0) value->reset();
+    if (args.top_k && args.top_k->count() > 0) generation->top_k.reset();
+    if (args.max_tokens && args.max_tokens->count() > 0) generation->max_tokens.reset();
+    generation->apply(args.sampling);
     const SamplingParams& defaults = args.sampling;
 
     std::vector<GenerationInput> inputs;
@@ -178,13 +190,21 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
     prompt->excludes(prompt_ids)->excludes(prompts_file);
     prompt_ids->excludes(prompts_file);
     SamplingParams& s = args->sampling;
-    sub->add_option("--max-tokens", s.max_tokens, "Maximum number of generated tokens")->capture_default_str();
+    args->max_tokens =
+        sub->add_option("--max-tokens", s.max_tokens, "Maximum number of generated tokens")->capture_default_str();
     sub->add_option("--min-tokens", s.min_tokens, "EOS and stop tokens are suppressed until N tokens")
         ->capture_default_str();
-    sub->add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
-    sub->add_option("--top-p", s.top_p, "Nucleus sampling mass")->capture_default_str();
-    sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 or -1: off)")->capture_default_str();
-    sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+    args->temperature =
+        sub->add_option("--temperature", s.temperature, "Sampling temperature; 0 is greedy")->capture_default_str();
+    args->top_p = sub->add_option("--top-p", s.top_p, "Nucleus sampling mass")->capture_default_str();
+    args->top_k =
+        sub->add_option("--top-k", s.top_k, "Keep the k most likely tokens (0 or -1: off)")->capture_default_str();
+    args->min_p =
+        sub->add_option("--min-p", s.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+    sub->add_option("--generation-config", args->generation_config,
+                    "Defaults for the sampling flags not given: 'auto' (the model's generation_config.json), 'vllm' "
+                    "(none) or a folder")
+        ->capture_default_str();
     sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
     sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
     sub->add_option("--device", args->device, "cpu or cuda")

@@ -1,0 +1,98 @@
+#include "engine/sampling_defaults.h"
+
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/file_util.h"
+
+namespace taco {
+namespace {
+
+using json = nlohmann::json;
+
+Status read_number(const json& config, const char* key, const std::string& source, std::optional<double>& out) {
+    if (!config.contains(key) || config.at(key).is_null()) return Status::ok();
+    const json& v = config.at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+        return error("{}: '{}' must be a number, got {}", source, key, v.dump());
+    out = v.get<double>();
+    return Status::ok();
+}
+
+Status read_integer(const json& config, const char* key, const std::string& source, std::optional<int64_t>& out) {
+    if (!config.contains(key) || config.at(key).is_null()) return Status::ok();
+    const json& v = config.at(key);
+    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, v.dump());
+    out = v.get<int64_t>();
+    return Status::ok();
+}
+
+}  // namespace
+
+Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const std::string& model_dir) {
+    if (mode == "vllm") return SamplingDefaults{};
+    std::string dir = model_dir;
+    if (mode != "auto") {
+        if (!std::filesystem::is_directory(mode))
+            return error("--generation-config {}: expected 'auto', 'vllm' or a folder", mode);
+        dir = mode;
+    }
+    const std::string path = join_path(dir, "generation_config.json");
+    if (!file_exists(path)) {
+        if (mode != "auto") return error("--generation-config {}: the folder has no generation_config.json", mode);
+        return SamplingDefaults{};
+    }
+    TACO_ASSIGN_OR_RETURN(json config, read_json_file(path));
+    return from_json(config, path);
+}
+
+Result<SamplingDefaults> SamplingDefaults::from_json(const json& config, const std::string& source) {
+    if (!config.is_object()) return error("{}: must be a JSON object", source);
+    SamplingDefaults d;
+    TACO_RETURN_IF_ERROR(read_number(config, "temperature", source, d.temperature));
+    TACO_RETURN_IF_ERROR(read_number(config, "top_p", source, d.top_p));
+    TACO_RETURN_IF_ERROR(read_number(config, "min_p", source, d.min_p));
+    TACO_RETURN_IF_ERROR(read_number(config, "repetition_penalty", source, d.repetition_penalty));
+    TACO_RETURN_IF_ERROR(read_integer(config, "top_k", source, d.top_k));
+    TACO_RETURN_IF_ERROR(read_integer(config, "max_new_tokens", source, d.max_tokens));
+    // vLLM reads the file through transformers' GenerationConfig diff against its defaults, so a value equal to
+    // transformers' default is no default at all; only top_k's (50) differs from vLLM's own (off).
+    if (d.top_k == 50) d.top_k.reset();
+    SamplingParams check;
+    d.apply(check);
+    if (d.max_tokens && *d.max_tokens < 1)
+        return error("{}: 'max_new_tokens' must be at least 1, got {}", source, *d.max_tokens);
+    Status valid = check.validate();
+    if (!valid) return error("{}: {}", source, valid.message());
+    return d;
+}
+
+void SamplingDefaults::apply(SamplingParams& params) const {
+    if (temperature) params.temperature = *temperature;
+    if (top_p) params.top_p = *top_p;
+    if (min_p) params.min_p = *min_p;
+    if (repetition_penalty) params.repetition_penalty = *repetition_penalty;
+    if (top_k) params.top_k = *top_k;
+    if (max_tokens) params.max_tokens = *max_tokens;
+}
+
+bool SamplingDefaults::empty() const {
+    return !temperature && !top_p && !min_p && !repetition_penalty && !top_k && !max_tokens;
+}
+
+std::string SamplingDefaults::describe() const {
+    std::vector<std::string> parts;
+    if (temperature) parts.push_back(fmt::format("temperature={}", *temperature));
+    if (top_p) parts.push_back(fmt::format("top_p={}", *top_p));
+    if (top_k) parts.push_back(fmt::format("top_k={}", *top_k));
+    if (min_p) parts.push_back(fmt::format("min_p={}", *min_p));
+    if (repetition_penalty) parts.push_back(fmt::format("repetition_penalty={}", *repetition_penalty));
+    if (max_tokens) parts.push_back(fmt::format("max_tokens={}", *max_tokens));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace taco
