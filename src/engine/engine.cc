@@ -78,6 +78,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (config.max_model_len > model.derived_max_model_len())
         log_warn("--max-model-len {} is above the model's {}; outputs past it may be meaningless", config.max_model_len,
                  model.derived_max_model_len());
+    if (sc.max_model_len > decoder->max_positions()) {
+        log_warn("max model length {} is past the model's {} learned positions; using {}", sc.max_model_len,
+                 decoder->max_positions(), decoder->max_positions());
+        sc.max_model_len = decoder->max_positions();
+    }
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;

@@ -76,6 +76,9 @@ struct AttentionParams {
     float scale = 1.0f;
     int sliding_window = 0;   // 0: none; else a query at p sees keys at positions p - window + 1 .. p
     float logit_softcap = 0;  // 0: none; else softcap * tanh(score / softcap)
+    // ALiBi: [num_heads] slopes or nullptr; head h adds slopes[h] * (key position - query position) to each
+    // score after scaling (and soft-capping).
+    const float* alibi_slopes = nullptr;
 };
 
 // Causal attention over the paged cache (prefill chunks over cached prefixes and decode alike): query token

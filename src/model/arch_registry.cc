@@ -22,11 +22,23 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"StableLmForCausalLM", &archs::stablelm},
         {"Starcoder2ForCausalLM", &archs::starcoder2},
         {"NemotronForCausalLM", &archs::nemotron},
+        // GPT-style families
+        {"GPT2LMHeadModel", &archs::gpt2},
+        {"GPTBigCodeForCausalLM", &archs::gpt_bigcode},
+        {"GPTNeoXForCausalLM", &archs::gpt_neox},
+        {"GPTJForCausalLM", &archs::gptj},
+        {"OPTForCausalLM", &archs::opt},
+        {"PhiForCausalLM", &archs::phi},
+        {"FalconForCausalLM", &archs::falcon},
+        {"BloomForCausalLM", &archs::bloom},
+        // Remote-code families
         {"InternLMForCausalLM", &archs::internlm},
         {"BaiChuanForCausalLM", &archs::baichuan},
         {"QWenLMHeadModel", &archs::qwen},
         {"ChatGLMModel", &archs::chatglm},
         {"ChatGLMForConditionalGeneration", &archs::chatglm},
+        {"InternLM2ForCausalLM", &archs::internlm2},
+        {"BaichuanForCausalLM", &archs::baichuan2},
         // clang-format on
     };
     return table;

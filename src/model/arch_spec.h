@@ -15,6 +15,14 @@ namespace taco {
 
 enum class NormKind { kRmsNorm, kLayerNorm };
 
+// GPT-style families
+// How positions enter: rotary on q/k, a learned table added to the embeddings, or ALiBi biases on the scores.
+enum class PositionEncoding { kRotary, kLearned, kAlibi };
+// Rows of a fused qkv projection ([(heads + 2 * kv_heads) * head_dim, hidden], ArchSpec::fused_qkv):
+//   kConcatenated: [q | k | v];  kPerHead: per head [q_h | k_h | v_h] (GPT-NeoX, Bloom; kv_heads == heads);
+//   kPerKvGroup: per kv head g, [q of the heads of group g | k_g | v_g] (Falcon's new decoder architecture).
+enum class QkvLayout { kConcatenated, kPerHead, kPerKvGroup };
+
 // Checkpoint tensor names. "{}" stands for the layer index. Linear layers are named without the
 // ".weight"/".bias" suffix.
 struct WeightNames {
@@ -38,6 +46,11 @@ struct WeightNames {
     std::string k_norm = "model.layers.{}.self_attn.k_norm.weight";
     std::string qkv_proj = "model.layers.{}.self_attn.qkv_proj";    // fused_qkv: rows [q | k | v]
     std::string gate_up_proj = "model.layers.{}.mlp.gate_up_proj";  // fused_gate_up: rows [gate | up]
+    // GPT-style families: empty means the model has no such tensor (final_norm too: OPT post-norm).
+    std::string pos_embed;    // learned position table [max_positions + position_offset, hidden]
+    std::string embed_norm;   // LayerNorm right after the embedding (Bloom), ".weight" included
+    std::string project_in;   // [hidden, embed_dim] after the embedding (OPT word_embed_proj_dim), no bias
+    std::string project_out;  // [embed_dim, hidden] before the head, no bias
 };
 
 struct ArchSpec {
@@ -71,6 +84,26 @@ struct ArchSpec {
     bool fused_qkv = false;                   // one qkv_proj tensor split at load (Phi3)
     bool fused_gate_up = false;               // one gate_up_proj tensor split at load (Phi3)
     std::vector<LayerAttention> layer_types;  // when set, overrides config.layer_types (Gemma2/3 4.x configs)
+
+    // GPT-style families (g-gpt). Defaults keep the families above unchanged.
+    PositionEncoding positions = PositionEncoding::kRotary;
+    int64_t position_offset = 0;                      // learned: position p reads row p + offset (OPT: 2)
+    bool alibi_scaled = false;                        // ALiBi: false: qk * scale + bias (Bloom); true: (qk + bias) *
+                                                      // scale (Falcon)
+    QkvLayout qkv_layout = QkvLayout::kConcatenated;  // with fused_qkv
+    bool transposed_linears = false;                  // GPT-2's Conv1D stores [in, out]: transposed copies at load
+    bool parallel_mlp_norm = false;  // with parallel_residual: the MLP reads post_attention_norm(x) instead of
+                                     // sharing input_norm(x) (GPT-NeoX, Falcon ln_attn / ln_mlp)
+    bool post_norm = false;          // x = norm1(x + attn(x)); x = norm2(x + mlp(x)) (OPT do_layer_norm_before=false)
+    bool lm_head_bias = false;       // GPT-J, Phi
+    bool scale_attn_by_inverse_layer_idx = false;  // scores of layer l also divided by l + 1 (GPT-2 option)
+    int64_t embed_dim = 0;                         // 0: hidden_size; else the width of embed / lm_head (OPT)
+    // transformers' base_model_prefix ("transformer", "model"): checkpoints saved from the bare model (the
+    // original gpt2, opt-125m, bloom) name tensors without it; a name not found is looked up without it.
+    std::string base_model_prefix;
+
+    // Remote-code families (g-remote)
+    bool norm_head = false;  // lm_head rows scaled to unit L2 norm at load (Baichuan2's NormHead), kept in f32
 };
 
 // The activation named by config.json's `hidden_act`, or an error naming it.

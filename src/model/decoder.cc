@@ -5,7 +5,10 @@
 
 #include "core/check.h"
 #include "kernels/ops.h"
+#include "model/alibi.h"
 #include "model/arch_registry.h"
+#include "model/norm_head.h"
+#include "model/weight_layout.h"
 
 namespace taco {
 namespace {
@@ -90,11 +93,32 @@ public:
 
     Result<LinearWeights> linear(const std::string& prefix, int64_t out_features, int64_t in_features, bool bias) {
         LinearWeights w;
-        TACO_ASSIGN_OR_RETURN(w.weight, matrix(prefix + ".weight", out_features, in_features));
+        if (spec_.transposed_linears) {
+            TACO_ASSIGN_OR_RETURN(TensorView stored, matrix(prefix + ".weight", in_features, out_features));
+            w.storage = transposed_copy(stored);
+            w.weight = w.storage.view();
+        } else {
+            TACO_ASSIGN_OR_RETURN(w.weight, matrix(prefix + ".weight", out_features, in_features));
+        }
         if (bias) {
             TACO_ASSIGN_OR_RETURN(w.bias, vector(prefix + ".bias", out_features));
         }
         return w;
+    }
+
+    // A fused qkv projection whose rows must be regrouped (spec.qkv_layout) or that was transposed: copies of the
+    // q, k and v rows in the on-disk dtype.
+    Status regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                         int64_t in_features, bool bias, DecoderLayerWeights& w) {
+        TACO_ASSIGN_OR_RETURN(QkvRows rows, qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim));
+        TACO_ASSIGN_OR_RETURN(LinearWeights fused,
+                              linear(prefix, (heads + 2 * kv_heads) * head_dim, in_features, bias));
+        for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
+            part->storage = gather_rows(fused.weight, *part_rows);
+            part->weight = part->storage.view();
+            if (bias) part->bias = gather_rows(fused.bias, *part_rows);
+        }
+        return Status::ok();
     }
 
     // Every checkpoint tensor must have been used (or be one the architecture ignores).
@@ -116,6 +140,10 @@ public:
 
 private:
     Result<TensorView> fetch(const std::string& name) {
+        const std::string prefix = spec_.base_model_prefix + ".";
+        if (!spec_.base_model_prefix.empty() && !checkpoint_.contains(name) && name.rfind(prefix, 0) == 0 &&
+            checkpoint_.contains(name.substr(prefix.size())))
+            return fetch(name.substr(prefix.size()));
         TACO_ASSIGN_OR_RETURN(TensorView t, checkpoint_.tensor(name));
         used_.insert(name);
         return t;
@@ -129,9 +157,9 @@ private:
 // q_norm / k_norm over head_dim: one shared vector, or one per head stacked into [heads, head_dim].
 Status bind_qk_norms(WeightBinder& binder, const ModelConfig& c, const ArchSpec& spec, int64_t layer,
                      DecoderLayerWeights& w) {
-    auto bind = [&](const std::string& pattern, int64_t heads, Tensor& out) -> Status {
+    auto bind = [&](const std::string& pattern, int64_t heads, Tensor& out, Tensor& bias) -> Status {
         const std::string name = layer_name(pattern, layer);
-        if (!spec.qk_norm_per_head) return binder.norm(name, c.head_dim, out, nullptr);
+        if (!spec.qk_norm_per_head) return binder.norm(name, c.head_dim, out, &bias);
         const auto at = name.find("{h}");
         if (at == std::string::npos) return error("{}: per-head norm name '{}' has no {{h}}", spec.name, pattern);
         out = Tensor::empty({heads, c.head_dim}, DType::kF32);
@@ -144,8 +172,8 @@ Status bind_qk_norms(WeightBinder& binder, const ModelConfig& c, const ArchSpec&
         }
         return Status::ok();
     };
-    TACO_RETURN_IF_ERROR(bind(spec.names.q_norm, c.num_attention_heads, w.q_norm));
-    return bind(spec.names.k_norm, c.num_key_value_heads, w.k_norm);
+    TACO_RETURN_IF_ERROR(bind(spec.names.q_norm, c.num_attention_heads, w.q_norm, w.q_norm_bias));
+    return bind(spec.names.k_norm, c.num_key_value_heads, w.k_norm, w.k_norm_bias);
 }
 
 }  // namespace
@@ -178,20 +206,49 @@ Status Decoder::bind_weights() {
     WeightBinder binder(*checkpoint_, spec_);
     const int64_t q_size = c.num_attention_heads * c.head_dim;
     const int64_t kv_size = c.num_key_value_heads * c.head_dim;
-    TACO_ASSIGN_OR_RETURN(embed_, binder.matrix(n.embed, c.vocab_size, c.hidden_size));
-    TACO_RETURN_IF_ERROR(binder.norm(n.final_norm, c.hidden_size, final_norm_, &final_norm_bias_));
+    const int64_t embed_dim = spec_.embed_dim > 0 ? spec_.embed_dim : c.hidden_size;
+    TACO_ASSIGN_OR_RETURN(embed_, binder.matrix(n.embed, c.vocab_size, embed_dim));
+    if (!n.final_norm.empty()) {
+        TACO_RETURN_IF_ERROR(binder.norm(n.final_norm, c.hidden_size, final_norm_, &final_norm_bias_));
+    }
     // Tied heads: transformers drops lm_head.weight when saving, but some checkpoints keep a copy.
     if (spec_.tied_embeddings && !checkpoint_->contains(n.lm_head)) {
         lm_head_ = embed_;
     } else {
-        TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, c.hidden_size));
+        TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, embed_dim));
+    }
+    // GPT-style families
+    if (spec_.lm_head_bias) {
+        const std::string stem =
+            ends_with(n.lm_head, ".weight") ? n.lm_head.substr(0, n.lm_head.size() - 7) : n.lm_head;
+        TACO_ASSIGN_OR_RETURN(lm_head_bias_, binder.vector(stem + ".bias", c.vocab_size));
+    }
+    if (spec_.norm_head) {
+        lm_head_normalized_ = rows_l2_normalized(lm_head_);
+        lm_head_ = lm_head_normalized_.view();
+    }
+    if (!n.pos_embed.empty()) {
+        TACO_ASSIGN_OR_RETURN(
+            pos_embed_, binder.matrix(n.pos_embed, c.max_position_embeddings + spec_.position_offset, c.hidden_size));
+    }
+    if (!n.embed_norm.empty()) {
+        TACO_RETURN_IF_ERROR(binder.norm(n.embed_norm, c.hidden_size, embed_norm_, &embed_norm_bias_));
+    }
+    if (!n.project_in.empty()) {
+        TACO_ASSIGN_OR_RETURN(project_in_, binder.linear(n.project_in, c.hidden_size, embed_dim, false));
+        TACO_ASSIGN_OR_RETURN(project_out_, binder.linear(n.project_out, embed_dim, c.hidden_size, false));
+    }
+    if (spec_.positions == PositionEncoding::kAlibi) {
+        alibi_slopes_ = alibi_slopes(c.num_attention_heads);
+        if (spec_.alibi_scaled)
+            for (float& slope : alibi_slopes_) slope *= attention_scale(0);
     }
     layers_.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         DecoderLayerWeights& w = layers_[size_t(l)];
         auto name = [l](const std::string& pattern) { return layer_name(pattern, l); };
         TACO_RETURN_IF_ERROR(binder.norm(name(n.input_norm), c.hidden_size, w.input_norm, &w.input_norm_bias));
-        if (!spec_.parallel_residual) {
+        if (!spec_.parallel_residual || spec_.parallel_mlp_norm) {
             TACO_RETURN_IF_ERROR(binder.norm(name(n.post_attention_norm), c.hidden_size, w.post_attention_norm,
                                              &w.post_attention_norm_bias));
         }
@@ -201,7 +258,10 @@ Status Decoder::bind_weights() {
             TACO_RETURN_IF_ERROR(
                 binder.norm(name(n.post_feedforward_norm), c.hidden_size, w.post_feedforward_norm, nullptr));
         }
-        if (spec_.fused_qkv) {
+        if (spec_.fused_qkv && (spec_.qkv_layout != QkvLayout::kConcatenated || spec_.transposed_linears)) {
+            TACO_RETURN_IF_ERROR(binder.regrouped_qkv(name(n.qkv_proj), c.num_attention_heads, c.num_key_value_heads,
+                                                      c.head_dim, c.hidden_size, spec_.qkv_bias, w));
+        } else if (spec_.fused_qkv) {
             TACO_ASSIGN_OR_RETURN(auto qkv, binder.split_linear(name(n.qkv_proj), {q_size, kv_size, kv_size},
                                                                 c.hidden_size, spec_.qkv_bias));
             w.q = std::move(qkv[0]), w.k = std::move(qkv[1]), w.v = std::move(qkv[2]);
@@ -246,7 +306,7 @@ void Decoder::norm(const TensorView& x, const Tensor& weight, const Tensor& bias
     }
 }
 
-void Decoder::qk_norm(const Tensor& weight, const TensorView& x) const {
+void Decoder::qk_norm(const Tensor& weight, const Tensor& bias, const TensorView& x) const {
     const float eps = float(spec_.norm_eps.value_or(config_.rms_norm_eps));
     if (spec_.qk_norm_per_head) {
         TACO_CHECK(spec_.norm == NormKind::kLayerNorm);  // StableLM's LayerNorm per head, no bias
@@ -256,7 +316,9 @@ void Decoder::qk_norm(const Tensor& weight, const TensorView& x) const {
     TensorView rows(x.data, DType::kF32, {x.shape[0] * x.shape[1], x.shape[2]});
     switch (spec_.norm) {
         case NormKind::kRmsNorm: ops::rms_norm(rows, weight, eps, 0.0f, rows); return;
-        case NormKind::kLayerNorm: ops::layer_norm(rows, weight, nullptr, eps, rows); return;
+        case NormKind::kLayerNorm:
+            ops::layer_norm(rows, weight, bias.defined() ? &bias.view() : nullptr, eps, rows);
+            return;
     }
 }
 
@@ -304,15 +366,18 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     TensorView k3(k.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
     TensorView v3(v.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
     if (spec_.qk_norm) {
-        qk_norm(w.q_norm, q3);
-        qk_norm(w.k_norm, k3);
+        qk_norm(w.q_norm, w.q_norm_bias, q3);
+        qk_norm(w.k_norm, w.k_norm_bias, k3);
     }
-    apply_rotary(w, batch, q3);
-    apply_rotary(w, batch, k3);
+    if (spec_.positions == PositionEncoding::kRotary) {
+        apply_rotary(w, batch, q3);
+        apply_rotary(w, batch, k3);
+    }
     ops::write_kv_cache(k3, v3, batch.slot_mapping, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)]);
     Tensor attn = Tensor::empty({t, c.num_attention_heads, c.head_dim}, DType::kF32);
     ops::AttentionParams params;
-    params.scale = spec_.attention_scale > 0 ? spec_.attention_scale : float(1.0 / std::sqrt(double(c.head_dim)));
+    params.scale = attention_scale(layer_index);
+    if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
     params.sliding_window = w.sliding_window;
     params.logit_softcap = spec_.attn_logit_softcap;
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);
@@ -352,15 +417,21 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
     Tensor hidden = Tensor::empty({t, c.hidden_size}, DType::kF32);  // the residual stream
     Tensor normed = Tensor::empty({t, c.hidden_size}, DType::kF32);
     Tensor block_out = Tensor::empty({t, c.hidden_size}, DType::kF32);
-    ops::embedding(batch.token_ids, embed_, hidden);
+    embed_tokens(batch, hidden);
     // transformers multiplies by torch.tensor(hidden_size ** 0.5) in the activations' dtype: fp32 here.
     if (spec_.scale_embeddings) ops::scale_inplace(hidden, float(std::sqrt(double(c.hidden_size))));
     Tensor sandwich = spec_.sandwich_norms ? Tensor::empty({t, c.hidden_size}, DType::kF32) : Tensor();
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const DecoderLayerWeights& w = layers_[size_t(l)];
+        if (spec_.post_norm) {
+            post_norm_layer(w, l, batch, kv, hidden);
+            continue;
+        }
         norm(hidden, w.input_norm, w.input_norm_bias, normed);
         attention_block(w, l, batch, kv, normed, block_out);
         if (spec_.parallel_residual) {
+            // The MLP's own norm reads x before the attention output joins it.
+            if (spec_.parallel_mlp_norm) norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
             ops::add_inplace(hidden, block_out);
             mlp_block(w, normed, block_out);
             ops::add_inplace(hidden, block_out);
@@ -389,9 +460,18 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
         std::copy_n(hidden.as<float>() + row * c.hidden_size, c.hidden_size, selected.as<float>() + i * c.hidden_size);
     }
     Tensor selected_normed = Tensor::empty({num_logits, c.hidden_size}, DType::kF32);
-    norm(selected, final_norm_, final_norm_bias_, selected_normed);
+    if (final_norm_.defined()) {
+        norm(selected, final_norm_, final_norm_bias_, selected_normed);
+    } else {
+        selected_normed = std::move(selected);
+    }
+    if (project_out_.weight.data != nullptr) {
+        Tensor projected = Tensor::empty({num_logits, project_out_.weight.shape[0]}, DType::kF32);
+        ops::matmul(selected_normed, project_out_.weight, nullptr, projected);
+        selected_normed = std::move(projected);
+    }
     Tensor logits = Tensor::empty({num_logits, c.vocab_size}, DType::kF32);
-    ops::matmul(selected_normed, lm_head_, nullptr, logits);
+    ops::matmul(selected_normed, lm_head_, lm_head_bias_.defined() ? &lm_head_bias_.view() : nullptr, logits);
     if (spec_.final_logit_softcap > 0) ops::softcap_inplace(logits, spec_.final_logit_softcap);
     return logits;
 }

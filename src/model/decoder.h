@@ -20,6 +20,7 @@ namespace taco {
 struct LinearWeights {
     TensorView weight;  // [out, in] on-disk dtype
     Tensor bias;        // [out] f32, undefined when the layer has none
+    Tensor storage;     // owns `weight` when it was rearranged at load (Conv1D transposed, fused qkv regrouped)
     const TensorView* bias_or_null() const { return bias.defined() ? &bias.view() : nullptr; }
 };
 
@@ -36,6 +37,9 @@ struct DecoderLayerWeights {
     Tensor pre_feedforward_norm, post_feedforward_norm;  // [hidden] f32 when ArchSpec::sandwich_norms
     Tensor q_norm, k_norm;      // [head_dim] f32; [heads | kv_heads, head_dim] when ArchSpec::qk_norm_per_head
     bool local_rotary = false;  // a sliding layer of a model with its own local rope (Gemma3)
+
+    // GPT-style families (g-gpt)
+    Tensor q_norm_bias, k_norm_bias;  // [head_dim] f32 when qk_norm with norm_bias (Phi qk_layernorm)
 };
 
 class Decoder {
@@ -47,6 +51,8 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const ArchSpec& spec() const { return spec_; }
+    // The most positions a sequence can have: the learned position table's rows, else unlimited (INT64_MAX).
+    int64_t max_positions() const;
 
     // Runs the batch, writing its K/V into `kv`; returns logits [logits_indices.size(), vocab] f32.
     Tensor forward(const ForwardBatch& batch, KvCacheTensors& kv);
@@ -58,8 +64,14 @@ private:
                          KvCacheTensors& kv, const TensorView& x, const TensorView& out);
     void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
     void norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const;
-    void qk_norm(const Tensor& weight, const TensorView& x) const;  // x: [T, heads, head_dim], in place
+    // x: [T, heads, head_dim], in place; bias undefined for none.
+    void qk_norm(const Tensor& weight, const Tensor& bias, const TensorView& x) const;
     void apply_rotary(const DecoderLayerWeights& layer, const ForwardBatch& batch, const TensorView& x) const;
+    // GPT-style families (decoder_gpt.cc)
+    void embed_tokens(const ForwardBatch& batch, const TensorView& hidden);  // embedding, project_in, positions
+    void post_norm_layer(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
+                         KvCacheTensors& kv, const TensorView& hidden);
+    float attention_scale(int64_t layer_index) const;
 
     ModelConfig config_;
     ArchSpec spec_;
@@ -73,6 +85,14 @@ private:
     Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
     std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
+    // GPT-style families (g-gpt)
+    TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
+    Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
+    LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
+    Tensor lm_head_bias_;                     // [vocab] f32
+    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (times the scale already when alibi_scaled)
+    // Remote-code families (g-remote)
+    Tensor lm_head_normalized_;  // [vocab, hidden] f32, ArchSpec::norm_head only; lm_head_ views it
 };
 
 }  // namespace taco

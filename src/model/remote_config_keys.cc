@@ -84,14 +84,24 @@ Status chatglm_keys(json& out, const std::string& source) {
     return Status::ok();
 }
 
+// Baichuan-13B / Baichuan2 configs give the context length as model_max_length.
+Status baichuan_keys(json& out, const std::string& source) {
+    if (present(out, "max_position_embeddings") || !present(out, "model_max_length")) return Status::ok();
+    TACO_ASSIGN_OR_RETURN(out["max_position_embeddings"], int_or(out, "model_max_length", 4096, source));
+    return Status::ok();
+}
+
 }  // namespace
 
 Result<json> with_remote_code_keys(const json& config, const std::string& source) {
     if (!config.is_object() || !present(config, "model_type") || !config.at("model_type").is_string()) return config;
     const std::string model_type = config.at("model_type").get<std::string>();
-    if (model_type != "qwen" && model_type != "chatglm") return config;
     json out = config;
-    TACO_RETURN_IF_ERROR(model_type == "qwen" ? qwen_keys(out, source) : chatglm_keys(out, source));
+    Status status;
+    if (model_type == "qwen") status = qwen_keys(out, source);
+    if (model_type == "chatglm") status = chatglm_keys(out, source);
+    if (model_type == "baichuan") status = baichuan_keys(out, source);
+    TACO_RETURN_IF_ERROR(status);
     return out;
 }
 

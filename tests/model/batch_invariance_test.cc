@@ -48,6 +48,17 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                                            "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
                                            "starcoder2", "gemma2", "gemma3", "nemotron"),
                          [](const auto& info) { return info.param; });
+// GPT-style families (g-gpt): learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
+// residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
+INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
+                         ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
+                                           "phi_qk_layernorm"),
+                         [](const auto& info) { return info.param; });
+// Remote-code families (g-remote): interleaved half-head rotary + fused gate/up (ChatGLM), Qwen v1, grouped wqkv
+// (InternLM2), ALiBi + NormHead (Baichuan2-13B).
+INSTANTIATE_TEST_SUITE_P(RemoteCodeGoldenModels, BatchInvariance,
+                         ::testing::Values("chatglm3", "qwen", "internlm2", "baichuan2_13b"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace taco

@@ -91,6 +91,7 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
             for (int64_t j = first; j <= p; ++j) {
                 float s = cpu::dot_f32(qv, slot_row(k_cache, j), head_dim) * params.scale;
                 if (params.logit_softcap > 0) s = params.logit_softcap * std::tanh(s / params.logit_softcap);
+                if (params.alibi_slopes != nullptr) s += params.alibi_slopes[h] * float(j - p);
                 scores[size_t(j - first)] = s;
                 max_score = std::max(max_score, s);
             }

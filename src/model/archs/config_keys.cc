@@ -50,6 +50,11 @@ Result<bool> bool_or(const ModelConfig& config, const char* key, bool fallback) 
     return required_bool(config, key);
 }
 
+Result<int64_t> int_or(const ModelConfig& config, const char* key, int64_t fallback) {
+    if (find(config, key) == nullptr) return fallback;
+    return required_int(config, key);
+}
+
 Result<std::string> string_or(const ModelConfig& config, const char* key, const std::string& fallback) {
     const nlohmann::json* v = find(config, key);
     if (v == nullptr) return fallback;

@@ -16,6 +16,7 @@ Result<int64_t> required_int(const ModelConfig& config, const char* key);
 Result<bool> required_bool(const ModelConfig& config, const char* key);
 // `fallback` when absent or null (family defaults transformers omits from older config.json files).
 Result<bool> bool_or(const ModelConfig& config, const char* key, bool fallback);
+Result<int64_t> int_or(const ModelConfig& config, const char* key, int64_t fallback);
 Result<std::string> string_or(const ModelConfig& config, const char* key, const std::string& fallback);
 
 }  // namespace taco::archs

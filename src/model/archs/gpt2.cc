@@ -1,0 +1,43 @@
+// GPT2LMHeadModel: learned absolute positions (wpe), LayerNorm with biases, fused c_attn ([q | k | v]) stored as
+// Conv1D ([in, out], transposed at load), gelu_new MLP without a gate, tied head.
+#include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
+
+namespace taco::archs {
+
+Result<ArchSpec> gpt2(const ModelConfig& config) {
+    ArchSpec spec;
+    spec.name = "GPT2LMHeadModel";
+    TACO_ASSIGN_OR_RETURN(bool cross_attention, bool_or(config, "add_cross_attention", false));
+    if (cross_attention) return error("config.json: 'add_cross_attention' (encoder-decoder GPT-2) is not supported");
+    spec.norm = NormKind::kLayerNorm;
+    spec.norm_bias = true;
+    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.positions = PositionEncoding::kLearned;
+    spec.fused_qkv = true;
+    spec.qkv_layout = QkvLayout::kConcatenated;
+    spec.transposed_linears = true;
+    spec.gated_mlp = false;
+    TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
+    if (!scale_attn_weights) spec.attention_scale = 1.0f;
+    TACO_ASSIGN_OR_RETURN(spec.scale_attn_by_inverse_layer_idx,
+                          bool_or(config, "scale_attn_by_inverse_layer_idx", false));
+    spec.base_model_prefix = "transformer";
+    WeightNames& n = spec.names;
+    n.embed = "transformer.wte.weight";
+    n.pos_embed = "transformer.wpe.weight";
+    n.final_norm = "transformer.ln_f.weight";
+    n.input_norm = "transformer.h.{}.ln_1.weight";
+    n.post_attention_norm = "transformer.h.{}.ln_2.weight";
+    n.qkv_proj = "transformer.h.{}.attn.c_attn";
+    n.o_proj = "transformer.h.{}.attn.c_proj";
+    n.up_proj = "transformer.h.{}.mlp.c_fc";
+    n.down_proj = "transformer.h.{}.mlp.c_proj";
+    // Causal-mask buffers of older checkpoints.
+    spec.ignored_tensor_suffixes = {".attn.bias", ".attn.masked_bias"};
+    return spec;
+}
+
+}  // namespace taco::archs

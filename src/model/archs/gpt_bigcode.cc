@@ -1,0 +1,40 @@
+// GPTBigCodeForCausalLM (SantaCoder, StarCoder): GPT-2's block with nn.Linear weights and multi-query
+// attention: c_attn is [q | k | v] with one kv head (multi_query), else per head [q_h | k_h | v_h].
+#include "model/archs/archs.h"
+#include "model/archs/config_keys.h"
+
+namespace taco::archs {
+
+Result<ArchSpec> gpt_bigcode(const ModelConfig& config) {
+    ArchSpec spec;
+    spec.name = "GPTBigCodeForCausalLM";
+    TACO_ASSIGN_OR_RETURN(bool cross_attention, bool_or(config, "add_cross_attention", false));
+    if (cross_attention) return error("config.json: 'add_cross_attention' is not supported");
+    TACO_ASSIGN_OR_RETURN(bool multi_query, bool_or(config, "multi_query", true));
+    spec.norm = NormKind::kLayerNorm;
+    spec.norm_bias = true;
+    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.positions = PositionEncoding::kLearned;
+    spec.fused_qkv = true;
+    spec.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
+    spec.gated_mlp = false;
+    TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
+    if (!scale_attn_weights) spec.attention_scale = 1.0f;
+    spec.base_model_prefix = "transformer";
+    WeightNames& n = spec.names;
+    n.embed = "transformer.wte.weight";
+    n.pos_embed = "transformer.wpe.weight";
+    n.final_norm = "transformer.ln_f.weight";
+    n.input_norm = "transformer.h.{}.ln_1.weight";
+    n.post_attention_norm = "transformer.h.{}.ln_2.weight";
+    n.qkv_proj = "transformer.h.{}.attn.c_attn";
+    n.o_proj = "transformer.h.{}.attn.c_proj";
+    n.up_proj = "transformer.h.{}.mlp.c_fc";
+    n.down_proj = "transformer.h.{}.mlp.c_proj";
+    spec.ignored_tensor_suffixes = {".attn.bias", ".attn.masked_bias"};
+    return spec;
+}
+
+}  // namespace taco::archs
