@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"InternLMForCausalLM", &archs::internlm},
         {"BaiChuanForCausalLM", &archs::baichuan},
         {"QWenLMHeadModel", &archs::qwen},
+        {"XverseForCausalLM", &archs::xverse},
         {"ChatGLMModel", &archs::chatglm},
         {"ChatGLMForConditionalGeneration", &archs::chatglm},
         // clang-format on

@@ -48,6 +48,11 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                                            "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
                                            "starcoder2", "gemma2", "gemma3", "nemotron"),
                          [](const auto& info) { return info.param; });
+// Remote-code families (g-remote): interleaved half-head rotary + fused gate/up (ChatGLM), Qwen v1, W_pack
+// (Baichuan), q/k/v/o biases (InternLM).
+INSTANTIATE_TEST_SUITE_P(RemoteCodeGoldenModels, BatchInvariance,
+                         ::testing::Values("chatglm3", "qwen", "baichuan", "internlm"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace taco
