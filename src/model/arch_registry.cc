@@ -35,6 +35,7 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"InternLMForCausalLM", &archs::internlm},
         {"BaiChuanForCausalLM", &archs::baichuan},
         {"QWenLMHeadModel", &archs::qwen},
+        {"XverseForCausalLM", &archs::xverse},
         {"ChatGLMModel", &archs::chatglm},
         {"ChatGLMForConditionalGeneration", &archs::chatglm},
         {"InternLM2ForCausalLM", &archs::internlm2},

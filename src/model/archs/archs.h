@@ -20,6 +20,7 @@ Result<ArchSpec> nemotron(const ModelConfig& config);
 Result<ArchSpec> internlm(const ModelConfig& config);
 Result<ArchSpec> baichuan(const ModelConfig& config);
 Result<ArchSpec> qwen(const ModelConfig& config);
+Result<ArchSpec> xverse(const ModelConfig& config);  // unverified: no published modeling code
 Result<ArchSpec> chatglm(const ModelConfig& config);
 Result<ArchSpec> internlm2(const ModelConfig& config);
 Result<ArchSpec> baichuan2(const ModelConfig& config);
