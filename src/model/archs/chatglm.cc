@@ -1,9 +1,9 @@
 // ChatGLMModel / ChatGLMForConditionalGeneration (ChatGLM2/3; remote code THUDM/ChatGLM3 modeling_chatglm.py):
 // RMSNorm (or LayerNorm when `rmsnorm` is false), q/k/v fused in self_attention.query_key_value (rows
-// [q | k | v], multi_query_group_num kv heads), a bias on it when add_qkv_bias or add_bias_linear, the MLP's gate
-// and up fused in dense_h_to_4h (rows [gate | up], silu-gated), and rotary on the first half of each head as
-// interleaved (even, odd) pairs. The config keys (num_layers, kv_channels, ffn_hidden_size, ...) are mapped by
-// remote_config_keys.cc.
+// [q | k | v] with multi_query_group_num kv heads; per head [q_h | k_h | v_h] without multi-query attention), a bias on
+// it when add_qkv_bias or add_bias_linear, the MLP's gate and up fused in dense_h_to_4h (rows [gate | up], silu-gated),
+// and rotary on the first half of each head as interleaved (even, odd) pairs. The config keys (num_layers, kv_channels,
+// ffn_hidden_size, ...) are mapped by remote_config_keys.cc.
 #include "model/archs/archs.h"
 #include "model/archs/config_keys.h"
 
@@ -30,6 +30,9 @@ Result<ArchSpec> chatglm(const ModelConfig& config) {
     spec.o_bias = add_bias_linear;
     spec.mlp_bias = add_bias_linear;
     spec.fused_qkv = true;
+    // Without multi-query attention, query_key_value is Megatron's per-head [q_h | k_h | v_h] layout.
+    TACO_ASSIGN_OR_RETURN(bool multi_query, bool_or(config, "multi_query_attention", false));
+    if (!multi_query) spec.qkv_layout = QkvLayout::kPerHead;
     spec.fused_gate_up = true;
     spec.neox_rotary = false;
     spec.tied_embeddings = false;
