@@ -79,6 +79,10 @@ struct AttentionParams {
     // ALiBi: [num_heads] slopes or nullptr; head h adds slopes[h] * (key position - query position) to each
     // score after scaling (and soft-capping).
     const float* alibi_slopes = nullptr;
+    // transformers' Falcon instead: the bias is bf16(slopes[h] * bf16(key position)), rounded to bfloat16 as its
+    // ALiBi tensor is, and scaled with the score: (q.k + bias) * scale. Softmax ignores the per-query shift of the
+    // absolute key position.
+    bool alibi_bf16_key_positions = false;
 };
 
 // Causal attention over the paged cache (prefill chunks over cached prefixes and decode alike): query token

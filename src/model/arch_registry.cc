@@ -31,6 +31,12 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"PhiForCausalLM", &archs::phi},
         {"FalconForCausalLM", &archs::falcon},
         {"BloomForCausalLM", &archs::bloom},
+        // MoE
+        {"MixtralForCausalLM", &archs::mixtral},
+        {"Qwen2MoeForCausalLM", &archs::qwen2_moe},
+        {"Qwen3MoeForCausalLM", &archs::qwen3_moe},
+        {"PhiMoEForCausalLM", &archs::phimoe},
+        {"PhimoeForCausalLM", &archs::phimoe},
         // Remote-code families
         {"InternLMForCausalLM", &archs::internlm},
         {"BaiChuanForCausalLM", &archs::baichuan},

@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "kernels/ops.h"
 #include "model/model_config.h"
+#include "model/moe_spec.h"
 
 namespace taco {
 
@@ -87,9 +88,10 @@ struct ArchSpec {
 
     // GPT-style families (g-gpt). Defaults keep the families above unchanged.
     PositionEncoding positions = PositionEncoding::kRotary;
-    int64_t position_offset = 0;                      // learned: position p reads row p + offset (OPT: 2)
-    bool alibi_scaled = false;                        // ALiBi: false: qk * scale + bias (Bloom); true: (qk + bias) *
-                                                      // scale (Falcon)
+    int64_t position_offset = 0;  // learned: position p reads row p + offset (OPT: 2)
+    // ALiBi: false: q.k * scale + slope * (j - i) (Bloom); true: (q.k + bf16(bf16(slope) * j)) * scale, the
+    // bfloat16 ALiBi tensor of transformers' Falcon.
+    bool alibi_scaled = false;
     QkvLayout qkv_layout = QkvLayout::kConcatenated;  // with fused_qkv
     bool transposed_linears = false;                  // GPT-2's Conv1D stores [in, out]: transposed copies at load
     bool parallel_mlp_norm = false;  // with parallel_residual: the MLP reads post_attention_norm(x) instead of
@@ -101,6 +103,9 @@ struct ArchSpec {
     // transformers' base_model_prefix ("transformer", "model"): checkpoints saved from the bare model (the
     // original gpt2, opt-125m, bloom) name tensors without it; a name not found is looked up without it.
     std::string base_model_prefix;
+
+    // MoE
+    MoeSpec moe;  // moe.num_experts 0: every layer has the dense MLP
 
     // Remote-code families (g-remote)
     bool norm_head = false;  // lm_head rows scaled to unit L2 norm at load (Baichuan2's NormHead), kept in f32

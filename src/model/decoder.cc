@@ -110,7 +110,10 @@ public:
     // q, k and v rows in the on-disk dtype.
     Status regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
                          int64_t in_features, bool bias, DecoderLayerWeights& w) {
-        TACO_ASSIGN_OR_RETURN(QkvRows rows, qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim));
+        auto layout = qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim);
+        if (!layout.is_ok())
+            return error("{}: tensor '{}.weight': {}", checkpoint_.dir(), prefix, layout.status().message());
+        const QkvRows& rows = *layout;
         TACO_ASSIGN_OR_RETURN(LinearWeights fused,
                               linear(prefix, (heads + 2 * kv_heads) * head_dim, in_features, bias));
         for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
@@ -119,6 +122,17 @@ public:
             if (bias) part->bias = gather_rows(fused.bias, *part_rows);
         }
         return Status::ok();
+    }
+
+    // MoE: what MoeBlock::bind reads through.
+    MoeWeightSource moe_source() {
+        MoeWeightSource source;
+        source.contains = [this](const std::string& name) { return checkpoint_.contains(name); };
+        source.matrix = [this](const std::string& name, int64_t rows, int64_t cols) {
+            return matrix(name, rows, cols);
+        };
+        source.tensor = [this](const std::string& name) { return fetch(name); };
+        return source;
     }
 
     // Every checkpoint tensor must have been used (or be one the architecture ignores).
@@ -240,8 +254,9 @@ Status Decoder::bind_weights() {
     }
     if (spec_.positions == PositionEncoding::kAlibi) {
         alibi_slopes_ = alibi_slopes(c.num_attention_heads);
+        // Falcon rounds its slopes to bfloat16 before use.
         if (spec_.alibi_scaled)
-            for (float& slope : alibi_slopes_) slope *= attention_scale(0);
+            for (float& slope : alibi_slopes_) slope = bf16_to_f32(f32_to_bf16(slope));
     }
     layers_.resize(size_t(c.num_hidden_layers));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -272,21 +287,27 @@ Status Decoder::bind_weights() {
         }
         TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.o_bias));
         if (spec_.qk_norm) TACO_RETURN_IF_ERROR(bind_qk_norms(binder, c, spec_, l, w));
-        if (spec_.fused_gate_up) {
-            TACO_ASSIGN_OR_RETURN(auto gate_up,
-                                  binder.split_linear(name(n.gate_up_proj), {c.intermediate_size, c.intermediate_size},
-                                                      c.hidden_size, spec_.mlp_bias));
-            w.gate = std::move(gate_up[0]), w.up = std::move(gate_up[1]);
+        if (spec_.moe.is_sparse(l)) {
+            TACO_ASSIGN_OR_RETURN(MoeBlock moe,
+                                  MoeBlock::bind(spec_.moe, l, c.hidden_size, spec_.activation, binder.moe_source()));
+            w.moe = std::make_shared<const MoeBlock>(std::move(moe));
         } else {
-            if (spec_.gated_mlp) {
+            if (spec_.fused_gate_up) {
                 TACO_ASSIGN_OR_RETURN(
-                    w.gate, binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+                    auto gate_up, binder.split_linear(name(n.gate_up_proj), {c.intermediate_size, c.intermediate_size},
+                                                      c.hidden_size, spec_.mlp_bias));
+                w.gate = std::move(gate_up[0]), w.up = std::move(gate_up[1]);
+            } else {
+                if (spec_.gated_mlp) {
+                    TACO_ASSIGN_OR_RETURN(
+                        w.gate, binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+                }
+                TACO_ASSIGN_OR_RETURN(
+                    w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
             }
-            TACO_ASSIGN_OR_RETURN(w.up,
-                                  binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+            TACO_ASSIGN_OR_RETURN(w.down,
+                                  binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
         }
-        TACO_ASSIGN_OR_RETURN(w.down,
-                              binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
         const auto& layer_types = spec_.layer_types.empty() ? c.layer_types : spec_.layer_types;
         bool sliding = spec_.uses_sliding_window && layer_types[size_t(l)] == LayerAttention::kSliding;
         w.sliding_window = sliding ? int(c.sliding_window) : 0;
@@ -378,6 +399,7 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
     if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
+    params.alibi_bf16_key_positions = spec_.alibi_scaled;
     params.sliding_window = w.sliding_window;
     params.logit_softcap = spec_.attn_logit_softcap;
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);
@@ -386,6 +408,7 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
 }
 
 void Decoder::mlp_block(const DecoderLayerWeights& w, const TensorView& x, const TensorView& out) {
+    if (w.moe) return w.moe->forward(x, out);
     const int64_t t = x.shape[0];
     Tensor up = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
     if (!spec_.gated_mlp) {

@@ -13,6 +13,7 @@
 #include "model/forward_batch.h"
 #include "model/kv_cache_tensors.h"
 #include "model/model_config.h"
+#include "model/moe_block.h"
 #include "model/rotary_tables.h"
 
 namespace taco {
@@ -40,6 +41,9 @@ struct DecoderLayerWeights {
 
     // GPT-style families (g-gpt)
     Tensor q_norm_bias, k_norm_bias;  // [head_dim] f32 when qk_norm with norm_bias (Phi qk_layernorm)
+
+    // MoE
+    std::shared_ptr<const MoeBlock> moe;  // set on sparse layers, which have no dense gate/up/down
 };
 
 class Decoder {
@@ -90,7 +94,7 @@ private:
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
     Tensor lm_head_bias_;                     // [vocab] f32
-    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (times the scale already when alibi_scaled)
+    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (rounded to bfloat16 when alibi_scaled)
     // Remote-code families (g-remote)
     Tensor lm_head_normalized_;  // [vocab, hidden] f32, ArchSpec::norm_head only; lm_head_ views it
 };

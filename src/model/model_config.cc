@@ -116,6 +116,9 @@ Result<RopeConfig> finish_longrope(const json& config, const json& params, const
     if (rope.original_max_position_embeddings <= 0)
         return error("{}: rope type 'longrope' needs 'original_max_position_embeddings'", where);
     if (!p.has("factor")) rope.factor = double(max_position) / double(rope.original_max_position_embeddings);
+    rope.short_mscale = p.get_optional_double("short_mscale");
+    rope.long_mscale = p.get_optional_double("long_mscale");
+    TACO_RETURN_IF_ERROR(p.status());
     if (rope.factor <= 0) return error("{}: 'factor' must be positive, got {}", where, rope.factor);
     return rope;
 }
@@ -214,6 +217,20 @@ Result<std::optional<DType>> parse_dtype(const json& config, const std::string& 
     return std::optional<DType>();
 }
 
+// MoE keys (ModelConfig's MoE block); which of them a family needs is checked by its ArchSpec builder.
+Status parse_moe(const json& config, const std::string& source, ModelConfig& c) {
+    JsonReader r(config, source);
+    c.num_experts = r.get_int("num_local_experts", r.get_int("num_experts", 0));
+    c.num_experts_per_tok = r.get_int("num_experts_per_tok", 0);
+    c.moe_intermediate_size = r.get_int("moe_intermediate_size", 0);
+    c.shared_expert_intermediate_size = r.get_int("shared_expert_intermediate_size", 0);
+    if (r.has("norm_topk_prob")) c.norm_topk_prob = r.get_bool("norm_topk_prob", false);
+    c.decoder_sparse_step = r.get_int("decoder_sparse_step", 1);
+    c.mlp_only_layers = r.get_int_list("mlp_only_layers");
+    c.router_jitter_noise = r.get_optional_double("router_jitter_noise");
+    return r.status();
+}
+
 }  // namespace
 
 std::string_view rope_type_name(RopeType type) {
@@ -258,6 +275,7 @@ Result<ModelConfig> ModelConfig::from_json(const json& original, const std::stri
     TACO_ASSIGN_OR_RETURN(c.rope, parse_rope(config, source));
     TACO_ASSIGN_OR_RETURN(c.rope_local, parse_local_rope(config, source));
     TACO_ASSIGN_OR_RETURN(c.dtype, parse_dtype(config, source));
+    TACO_RETURN_IF_ERROR(parse_moe(config, source, c));
     if (config.contains("quantization_config") && !config["quantization_config"].is_null())
         return error("{}: quantized checkpoints ('quantization_config') are not supported yet", source);
 

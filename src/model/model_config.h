@@ -31,6 +31,8 @@ struct RopeConfig {
     // longrope (Phi3): per-frequency divisors [rotary_dim / 2]; the long ones serve requests that may grow past
     // original_max_position_embeddings. `factor` defaults to max_position_embeddings / original.
     std::vector<double> short_factor, long_factor;
+    // MoE: PhiMoE's LongRoPE scales cos/sin of the short and long tables by these instead of the derived factor.
+    std::optional<double> short_mscale, long_mscale;
 };
 
 enum class LayerAttention { kFull, kSliding };
@@ -68,6 +70,15 @@ struct ModelConfig {
     // Sliding-window layers' own rope (Gemma3: rope_local_base_freq, or rope_parameters.sliding_attention).
     std::optional<RopeConfig> rope_local;
     nlohmann::json raw;  // the whole config.json, for architecture-specific keys
+    // MoE
+    int64_t num_experts = 0;  // num_local_experts (Mixtral, PhiMoE) or num_experts (Qwen MoE); 0: dense
+    int64_t num_experts_per_tok = 0;
+    int64_t moe_intermediate_size = 0;  // Qwen MoE: per expert (Mixtral and PhiMoE use intermediate_size)
+    int64_t shared_expert_intermediate_size = 0;
+    std::optional<bool> norm_topk_prob;         // absent: the family's default
+    int64_t decoder_sparse_step = 1;            // Qwen MoE: layer l is sparse when (l + 1) % step == 0 ...
+    std::vector<int32_t> mlp_only_layers;       // ... and l is not listed here
+    std::optional<double> router_jitter_noise;  // PhiMoE: sparsemixer's epsilon (absent: 0.01)
 
     // Reads DIR/config.json and, if present, DIR/generation_config.json.
     static Result<ModelConfig> load_dir(const std::string& dir);

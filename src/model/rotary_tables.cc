@@ -101,7 +101,8 @@ void apply_longrope(const RopeConfig& rope, int dim, RotaryFrequencies& out) {
     } else if (rope.factor > 1.0) {
         attention = std::sqrt(1 + std::log(rope.factor) / std::log(double(rope.original_max_position_embeddings)));
     }
-    out.attention_scaling = float(attention);
+    out.attention_scaling = float(rope.short_mscale.value_or(attention));
+    out.attention_scaling_long = float(rope.long_mscale.value_or(attention));
 }
 
 }  // namespace
@@ -142,7 +143,7 @@ std::unique_ptr<RotaryTables> RotaryTables::long_rope_tables() const {
     if (frequencies_.long_rope_threshold <= 0) return nullptr;
     RotaryFrequencies f;
     f.inv_freq = frequencies_.inv_freq_long;
-    f.attention_scaling = frequencies_.attention_scaling;
+    f.attention_scaling = frequencies_.attention_scaling_long;
     return std::make_unique<RotaryTables>(std::move(f), rotary_dim_);
 }
 

@@ -19,7 +19,8 @@ struct RotaryFrequencies {
     std::vector<float> inv_freq;       // [rotary_dim / 2]
     std::vector<float> inv_freq_long;  // dynamic only: used from position `long_from` on
     int64_t long_from = INT64_MAX;
-    float attention_scaling = 1.0f;  // multiplies cos and sin (yarn, longrope)
+    float attention_scaling = 1.0f;       // multiplies cos and sin (yarn, longrope)
+    float attention_scaling_long = 1.0f;  // longrope: of the long table (PhiMoE's long_mscale; else the same)
     // longrope: a request that may grow past this many tokens uses inv_freq_long at every position (0: none).
     int64_t long_rope_threshold = 0;
 };

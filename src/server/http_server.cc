@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -25,6 +27,7 @@ using error_code = beast::error_code;
 constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
 constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr auto kStopCloseWait = std::chrono::milliseconds(2000);  // stop(): for the strands to close connections
 
 std::string status_error_body(int status, const std::string& message) {
     const char* type = status == 413 ? "BadRequestError" : "BadRequestError";
@@ -37,7 +40,8 @@ struct Shared {
     Handler handler;
     HttpServerOptions options;
     std::atomic<int64_t> open{0};
-    std::mutex mutex;  // guards sessions
+    std::atomic<bool> stopping{false};  // set by stop(): connections accepted from then on are closed at once
+    std::mutex mutex;                   // guards sessions
     std::vector<std::weak_ptr<Session>> sessions;
 };
 
@@ -60,14 +64,25 @@ public:
                 all.erase(std::remove_if(all.begin(), all.end(), [](const auto& w) { return w.expired(); }), all.end());
             all.push_back(weak_from_this());
         }
+        // No handler of this session runs yet, so closing it here races with nothing.
+        if (shared_->stopping) return force_close();
         net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
     }
 
-    // Only once the I/O threads are stopped: aborts the pending reply and closes the socket.
+    // Aborts the pending reply and closes the socket. Runs on the session's strand (close_on_strand), or once no
+    // I/O thread runs; never concurrently with a handler of this session.
     void force_close() {
         if (pending_) pending_->cancel();
         pending_.reset();
         close();
+    }
+
+    // force_close() on the strand, after whatever handler of this session is running; then `done()`.
+    void close_on_strand(std::function<void()> done) {
+        net::post(stream_.get_executor(), [self = shared_from_this(), done = std::move(done)] {
+            self->force_close();
+            done();
+        });
     }
 
 private:
@@ -266,19 +281,56 @@ std::string HttpRequest::header(const std::string& lower_name) const {
     return "";
 }
 
+// Counts closes still to happen; stop() waits (bounded) for them.
+struct CloseLatch {
+    std::mutex mutex;
+    std::condition_variable done;
+    int64_t remaining = 0;
+
+    void count_down() {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (--remaining == 0) done.notify_all();
+    }
+    void wait_for(std::chrono::milliseconds timeout) {
+        std::unique_lock<std::mutex> lock(mutex);
+        done.wait_for(lock, timeout, [this] { return remaining <= 0; });
+    }
+};
+
 struct HttpServer::Impl {
     net::io_context ioc;
-    tcp::acceptor acceptor{ioc};
+    // The acceptor's handlers and its close run on one strand: a close from stop() never races an accept handler
+    // that is starting the next accept.
+    tcp::acceptor acceptor{net::make_strand(ioc)};
     std::shared_ptr<Shared> shared = std::make_shared<Shared>();
     std::vector<std::thread> threads;
     std::optional<net::steady_timer> retry_timer;
     bool stopped = false;
 
+    void close_acceptor() {
+        net::post(acceptor.get_executor(), [this] {
+            error_code ignored;
+            acceptor.close(ignored);
+            if (retry_timer) retry_timer->cancel();
+        });
+    }
+    std::vector<std::shared_ptr<Session>> take_sessions() {
+        std::vector<std::weak_ptr<Session>> weak;
+        {
+            std::lock_guard<std::mutex> lock(shared->mutex);
+            weak.swap(shared->sessions);
+        }
+        std::vector<std::shared_ptr<Session>> live;
+        for (const auto& w : weak)
+            if (auto session = w.lock()) live.push_back(std::move(session));
+        return live;
+    }
+
     void accept() {
         acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
             if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
             if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
-                retry_timer.emplace(ioc, std::chrono::milliseconds(50));
+                retry_timer.emplace(acceptor.get_executor(), std::chrono::milliseconds(50));
                 retry_timer->async_wait([this](error_code) { accept(); });
                 return;
             }
@@ -318,31 +370,32 @@ void HttpServer::start() {
     for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
 }
 
-void HttpServer::stop_accepting() {
-    net::post(impl_->ioc, [this] {
-        error_code ignored;
-        impl_->acceptor.close(ignored);
-    });
-}
+void HttpServer::stop_accepting() { impl_->close_acceptor(); }
 
 void HttpServer::stop() {
     if (impl_->stopped) return;
     impl_->stopped = true;
-    net::post(impl_->ioc, [this] {
-        error_code ignored;
-        impl_->acceptor.close(ignored);
-    });
+    impl_->shared->stopping = true;
+    impl_->close_acceptor();
+    // Every connection is closed on its own strand while the I/O threads still run, so a close never overlaps a
+    // handler of the same session (closing from this thread while a handler runs, or after the threads stopped with
+    // handlers still queued, is what can leave a client waiting). Bounded: a handler stuck in the engine cannot
+    // hold the shutdown.
+    std::vector<std::shared_ptr<Session>> sessions = impl_->take_sessions();
+    if (!impl_->threads.empty() && !sessions.empty()) {
+        auto latch = std::make_shared<CloseLatch>();
+        latch->remaining = int64_t(sessions.size());
+        for (const auto& session : sessions) session->close_on_strand([latch] { latch->count_down(); });
+        latch->wait_for(kStopCloseWait);
+    }
     impl_->ioc.stop();
     for (std::thread& t : impl_->threads) t.join();
     impl_->threads.clear();
-    std::vector<std::weak_ptr<Session>> sessions;
-    {
-        std::lock_guard<std::mutex> lock(impl_->shared->mutex);
-        sessions.swap(impl_->shared->sessions);
-    }
-    for (const auto& weak : sessions)
-        if (auto session = weak.lock()) session->force_close();
-    // Destroying the queued handlers destroys the sessions, which cancel their pending replies.
+    // With no I/O thread left nothing races: close what the strands did not get to (and connections accepted
+    // meanwhile), then run the handlers the closes completed, which releases the sessions.
+    for (const auto& session : sessions) session->force_close();
+    for (const auto& session : impl_->take_sessions()) session->force_close();
+    sessions.clear();
     impl_->ioc.restart();
     impl_->ioc.poll();
 }

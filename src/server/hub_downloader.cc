@@ -1,5 +1,9 @@
 #include "server/hub_downloader.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -58,6 +62,23 @@ int64_t parse_size(const std::string& s) {
     if (s.empty() || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) return -1;
     return std::strtoll(s.c_str(), nullptr, 10);
 }
+
+// An exclusive flock() held while it lives (none when the lock file cannot be opened: downloads then proceed
+// unserialised rather than fail).
+class BlobLock {
+public:
+    explicit BlobLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    }
+    ~BlobLock() {
+        if (fd_ >= 0) ::close(fd_);  // releases the lock
+    }
+    BlobLock(const BlobLock&) = delete;
+    BlobLock& operator=(const BlobLock&) = delete;
+
+private:
+    int fd_;
+};
 
 int64_t file_size_or_zero(const fs::path& path) {
     std::error_code ec;
@@ -126,9 +147,10 @@ Result<std::string> HubDownloader::resolve(const std::string& model) {
     if (auto snapshot = find_cached_snapshot(options_.cache_dir, model, options_.revision)) return *snapshot;
     if (options_.offline)
         return error(
-            "{}: not in the Hugging Face cache ({}), and HF_HUB_OFFLINE is set so it was not downloaded; unset "
+            "{}{}: not in the Hugging Face cache ({}), and HF_HUB_OFFLINE is set so it was not downloaded; unset "
             "HF_HUB_OFFLINE or pass a local model folder",
-            model, hub_repo_dir(options_.cache_dir, model));
+            model, options_.revision == "main" ? "" : " at revision " + options_.revision,
+            hub_repo_dir(options_.cache_dir, model));
     return download(model);
 }
 
@@ -191,6 +213,13 @@ Result<HubDownloader::FileInfo> HubDownloader::file_info(const std::string& url,
 Status HubDownloader::fetch_blob(const std::string& url, const std::string& name, const FileInfo& info) {
     const fs::path blob = fs::path(repo_dir_) / "blobs" / info.etag;
     std::error_code ec;
+    if (fs::is_regular_file(blob, ec) && (info.size < 0 || file_size_or_zero(blob) == info.size)) return Status::ok();
+    // Another process (a second `taco_llm serve` of the same model) may be fetching this blob: one at a time, and
+    // the later one finds the blob complete.
+    // The lock lives where huggingface_hub keeps its own: CACHE/.locks/models--org--name/<etag>.lock.
+    const fs::path locks = fs::path(options_.cache_dir) / ".locks" / fs::path(repo_dir_).filename();
+    fs::create_directories(locks, ec);
+    BlobLock lock((locks / (info.etag + ".lock")).string());
     if (fs::is_regular_file(blob, ec) && (info.size < 0 || file_size_or_zero(blob) == info.size)) return Status::ok();
     const fs::path partial = blob.string() + ".incomplete";
     Status last;

@@ -57,7 +57,7 @@ TEST(GenerateCli, ErrorsGoToStderrWithNonZeroExit) {
     };
     const std::string llama = golden_model_dir("llama");
     for (const Case& c : std::vector<Case>{
-             {"generate /nonexistent/model --prompt-ids 1", "no config.json"},
+             {"generate /nonexistent/model --prompt-ids 1", "/nonexistent/model: no such model folder"},
              {"generate " + llama + " --prompt-ids 1,x,3", "'x' is not a token id"},
              {"generate " + llama + " --prompt-ids 1,99999", "outside the vocabulary"},
              {"generate " + llama + " --prompt-ids 1 --max-tokens 500", "maximum context length is 128 tokens"},

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/dtype.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"
 
@@ -78,13 +79,9 @@ std::vector<std::vector<float>> run(const std::vector<const Sequence*>& seqs, co
     return result;
 }
 
-TEST(AlibiAttention, MatchesScalarSoftmaxWithLinearBiasPerHead) {
-    const Sequence s = random_sequence(11, 7);
-    const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
-    AttentionParams params;
-    params.scale = 0.35f;
-    params.alibi_slopes = slopes.data();
-    const auto out = run({&s}, params)[0];
+// out[p, h] = softmax_j(q.k * scale + bias(h, j, p)) . v, in doubles.
+template <class Bias>
+void expect_reference(const Sequence& s, const AttentionParams& params, const std::vector<float>& out, Bias bias) {
     for (int64_t p = 0; p < s.len; ++p) {
         for (int64_t h = 0; h < kHeads; ++h) {
             const int64_t kv_h = h / (kHeads / kKvHeads);
@@ -95,7 +92,7 @@ TEST(AlibiAttention, MatchesScalarSoftmaxWithLinearBiasPerHead) {
                 for (int64_t d = 0; d < kHeadDim; ++d)
                     dot += double(s.q.as<float>()[(p * kHeads + h) * kHeadDim + d]) *
                            s.k.as<float>()[(j * kKvHeads + kv_h) * kHeadDim + d];
-                w[size_t(j)] = dot * params.scale + double(slopes[size_t(h)]) * double(j - p);
+                w[size_t(j)] = dot * params.scale + bias(h, j, p);
                 max_w = std::max(max_w, w[size_t(j)]);
             }
             for (double& x : w) sum += (x = std::exp(x - max_w));
@@ -108,6 +105,33 @@ TEST(AlibiAttention, MatchesScalarSoftmaxWithLinearBiasPerHead) {
             }
         }
     }
+}
+
+TEST(AlibiAttention, MatchesScalarSoftmaxWithLinearBiasPerHead) {
+    const Sequence s = random_sequence(11, 7);
+    const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
+    AttentionParams params;
+    params.scale = 0.35f;
+    params.alibi_slopes = slopes.data();
+    const auto out = run({&s}, params)[0];
+    expect_reference(s, params, out,
+                     [&](int64_t h, int64_t j, int64_t p) { return double(slopes[size_t(h)]) * double(j - p); });
+}
+
+double round_bf16(double x) { return double(bf16_to_f32(f32_to_bf16(float(x)))); }
+
+TEST(AlibiAttention, FalconModeRoundsSlopeTimesKeyPositionToBf16AndScalesIt) {
+    // Past 256 positions the key position itself rounds in bfloat16 (257 -> 256), and slope * key keeps 8 bits.
+    const Sequence s = random_sequence(300, 5);
+    const std::vector<float> slopes = {0.70703125f, 0.5f, 0.353515625f, 0.25f};  // bf16 values of 2^(-k/2)
+    AttentionParams params;
+    params.scale = 0.35f;
+    params.alibi_slopes = slopes.data();
+    params.alibi_bf16_key_positions = true;
+    const auto out = run({&s}, params)[0];
+    expect_reference(s, params, out, [&](int64_t h, int64_t j, int64_t) {
+        return round_bf16(double(slopes[size_t(h)]) * round_bf16(double(j))) * params.scale;
+    });
 }
 
 TEST(AlibiAttention, SlopesChangeTheOutputOnlyWhenGiven) {

@@ -46,13 +46,15 @@ TEST_P(BatchInvariance, LogitsAreBitwiseEqualAloneBatchedChunkedAndDecoded) {
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                          ::testing::Values("llama", "mistral", "qwen2", "llama_yarn", "llama_bias_tied", "gemma",
                                            "qwen3", "phi3_longrope", "phi3_partial", "stablelm_qknorm_parallel",
-                                           "starcoder2", "gemma2", "gemma3", "nemotron"),
+                                           "starcoder2", "gemma2", "gemma3", "nemotron",
+                                           // MoE
+                                           "mixtral", "qwen2_moe", "qwen3_moe", "phimoe", "phimoe_longrope"),
                          [](const auto& info) { return info.param; });
 // GPT-style families (g-gpt): learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
 // residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
 INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
                          ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
-                                           "phi_qk_layernorm"),
+                                           "phi_qk_layernorm", "falcon_alibi_16heads"),
                          [](const auto& info) { return info.param; });
 // Remote-code families (g-remote): interleaved half-head rotary + fused gate/up (ChatGLM), Qwen v1, W_pack
 // (Baichuan), q/k/v/o biases (InternLM), grouped wqkv (InternLM2), ALiBi + NormHead (Baichuan2-13B).

@@ -77,8 +77,8 @@ TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
     };
     if (golden_.golden.contains("inv_freq_long"))
         expect_equal(freq.inv_freq_long, golden_.golden["inv_freq_long"].get<std::vector<double>>(), "inv_freq_long");
-    if (golden_.golden.contains("attention_scaling_long"))  // one scaling serves both tables
-        EXPECT_NEAR(freq.attention_scaling, golden_.golden["attention_scaling_long"].get<double>(), 1e-6);
+    if (golden_.golden.contains("attention_scaling_long"))  // PhiMoE's long_mscale; else the same as the short one
+        EXPECT_NEAR(freq.attention_scaling_long, golden_.golden["attention_scaling_long"].get<double>(), 1e-6);
     if (golden_.golden.contains("inv_freq_local")) {
         ModelConfig local = decoder_->config();
         ASSERT_TRUE(local.rope_local.has_value());

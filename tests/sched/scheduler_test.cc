@@ -111,6 +111,24 @@ TEST(Scheduler, PrefixHitStartsComputationAfterTheCachedBlocks) {
     EXPECT_EQ(h.finished.size(), 2u);
 }
 
+TEST(Scheduler, RequestThatSkipsThePrefixCacheComputesEveryPromptToken) {
+    Harness h(64, config(4096));
+    ASSERT_TRUE(h.scheduler.add_request(make_request(1, 50, 1)).is_ok());
+    h.step();
+    auto scoring = make_request(2, 50, 1);
+    scoring->skip_prefix_cache = true;  // prompt logprobs need every position's logits
+    ASSERT_TRUE(h.scheduler.add_request(std::move(scoring)).is_ok());
+    SchedulerOutput s = h.step();
+    ASSERT_EQ(s.scheduled.size(), 1u);
+    EXPECT_EQ(s.scheduled[0].num_new_tokens, 50);  // (request 2 has finished: its object is gone)
+    // The cache itself is untouched: the next request still hits it.
+    ASSERT_TRUE(h.scheduler.add_request(make_request(3, 50, 1)).is_ok());
+    s = h.step();
+    ASSERT_EQ(s.scheduled.size(), 1u);
+    EXPECT_EQ(s.scheduled[0].num_new_tokens, 2);
+    EXPECT_EQ(h.finished.size(), 3u);
+}
+
 TEST(Scheduler, AbortFreesEverythingAtAnyMoment) {
     Harness h(64, config(32));
     ASSERT_TRUE(h.scheduler.add_request(make_request(1, 100, 10)).is_ok());

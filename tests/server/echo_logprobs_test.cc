@@ -140,6 +140,23 @@ TEST(ServerEchoLogprobs, VllmPromptLogprobsListsEachPositionWithRanks) {
     }
 }
 
+TEST(ServerEchoLogprobs, ChatResponseCarriesPromptLogprobsAtTheTopLevel) {
+    TestServer s("models/demo");
+    const json messages = json::array({{{"role", "user"}, {"content", "Hello"}}});
+    HttpResult r =
+        post(s.port, "/v1/chat/completions", {{"messages", messages}, {"prompt_logprobs", 1}, {"max_tokens", 2}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = r.json();
+    const json& plp = body["prompt_logprobs"];
+    ASSERT_EQ(plp.size(), body["usage"]["prompt_tokens"].get<size_t>()) << r.body;
+    EXPECT_TRUE(plp[0].is_null());
+    for (size_t i = 1; i < plp.size(); ++i) {
+        ASSERT_TRUE(plp[i].is_object());
+        EXPECT_GE(plp[i].size(), 1u);
+        EXPECT_LE(plp[i].size(), 2u);
+    }
+}
+
 TEST(ServerEchoLogprobs, ParametersThatCannotGoTogetherAreRejected) {
     TestServer s("models/demo");
     auto expect_400 = [&](const std::string& path, const json& body, const std::string& param) {

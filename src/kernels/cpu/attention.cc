@@ -55,6 +55,16 @@ void write_kv_cache(const TensorView& k, const TensorView& v, const std::vector<
     }
 }
 
+namespace {
+
+float alibi_bias(const AttentionParams& params, int64_t h, int64_t key, int64_t query) {
+    if (!params.alibi_bf16_key_positions) return params.alibi_slopes[h] * float(key - query);
+    const float key_bf16 = bf16_to_f32(f32_to_bf16(float(key)));
+    return bf16_to_f32(f32_to_bf16(params.alibi_slopes[h] * key_bf16)) * params.scale;
+}
+
+}  // namespace
+
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                      const AttentionBatch& batch, const AttentionParams& params, const TensorView& out) {
     TACO_CHECK(q.ndim == 3 && out.ndim == 3 && k_cache.ndim == 4);
@@ -91,7 +101,7 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
             for (int64_t j = first; j <= p; ++j) {
                 float s = cpu::dot_f32(qv, slot_row(k_cache, j), head_dim) * params.scale;
                 if (params.logit_softcap > 0) s = params.logit_softcap * std::tanh(s / params.logit_softcap);
-                if (params.alibi_slopes != nullptr) s += params.alibi_slopes[h] * float(j - p);
+                if (params.alibi_slopes != nullptr) s += alibi_bias(params, h, j, p);
                 scores[size_t(j - first)] = s;
                 max_score = std::max(max_score, s);
             }

@@ -28,6 +28,26 @@ Result<ArchSpec> baichuan2(const ModelConfig& config);
 // Shared by the Gemma builders.
 // Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
 std::vector<LayerAttention> sliding_pattern_layers(const ModelConfig& config, int64_t pattern);
+// MoE
+Result<ArchSpec> mixtral(const ModelConfig& config);
+Result<ArchSpec> qwen2_moe(const ModelConfig& config);
+Result<ArchSpec> qwen3_moe(const ModelConfig& config);
+Result<ArchSpec> phimoe(const ModelConfig& config);
+Result<MoeSpec> qwen_moe_spec(const ModelConfig& config);  // Qwen2/Qwen3 MoE layer pattern and names
+
+}  // namespace taco::archs
+
+namespace taco::archs {
+
+// GPT-style families
+Result<ArchSpec> gpt2(const ModelConfig& config);
+Result<ArchSpec> gpt_bigcode(const ModelConfig& config);
+Result<ArchSpec> gpt_neox(const ModelConfig& config);
+Result<ArchSpec> gptj(const ModelConfig& config);
+Result<ArchSpec> opt(const ModelConfig& config);
+Result<ArchSpec> phi(const ModelConfig& config);
+Result<ArchSpec> falcon(const ModelConfig& config);
+Result<ArchSpec> bloom(const ModelConfig& config);
 
 }  // namespace taco::archs
 

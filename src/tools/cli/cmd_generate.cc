@@ -15,6 +15,7 @@
 #include "tools/cli/demo_model.h"
 #include "tools/cli/device_option.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/model_source.h"
 
 namespace taco::cli {
 namespace {
@@ -156,6 +157,18 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
             json line = sample_json(out.samples.at(0), tokenizer);
             line.erase("index");
             line["prompt_ids"] = out.prompt_ids;
+            if (!out.prompt_logprobs.empty()) {  // prompt_logprobs in a --prompts-file line: null for the first token
+                json lps = json::array({nullptr});
+                for (const SampleLogprobs& lp : out.prompt_logprobs) {
+                    json top = json::array();
+                    for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
+                    lps.push_back({{"token", lp.sampled.token},
+                                   {"logprob", lp.sampled.logprob},
+                                   {"rank", lp.sampled_rank},
+                                   {"top", top}});
+                }
+                line["prompt_logprobs"] = lps;
+            }
             if (out.samples.size() > 1) {
                 json all = json::array();
                 for (const SampleOutput& s : out.samples) all.push_back(sample_json(s, tokenizer));
@@ -181,7 +194,7 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
 const CommandRegistrar registrar(10, [](CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     CLI::App* sub = app.add_subcommand("generate", "Generate continuations of prompts offline (all batched together)");
-    sub->add_option("model", args->engine.model_dir, "Model folder (default: the built-in demo model)");
+    sub->add_option("model", args->engine.model_dir, "Model folder or hub id (default: the built-in demo model)");
     auto* prompt = sub->add_option("--prompt", args->prompt, "Prompt text (needs the model's tokenizer)");
     auto* prompt_ids = sub->add_option("--prompt-ids", args->prompt_ids, "Prompt token ids, comma-separated");
     auto* prompts_file = sub->add_option("--prompts-file", args->prompts_file,
@@ -219,6 +232,8 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
             auto dir = find_demo_model();
             if (!dir) fail(dir.status().message());
             args->engine.model_dir = *dir;
+        } else {
+            args->engine.model_dir = resolve_model_or_fail(args->engine.model_dir);
         }
         run_generate(*args, prompt->count() > 0, prompt_ids->count() > 0);
     });

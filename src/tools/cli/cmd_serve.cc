@@ -13,10 +13,11 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_server.h"
-#include "server/hf_cache.h"
+#include "server/open_file_limit.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/model_source.h"
 
 namespace taco::cli {
 namespace {
@@ -28,6 +29,8 @@ struct ServeArgs {
     std::vector<std::string> served_model_names;
     std::string chat_template;
     std::string generation_config = "auto";
+    std::string revision;      // of a hub id
+    std::string download_dir;  // the hub cache to look in and download to
     std::string dtype = "auto";
     double gpu_memory_utilization = 0.9;
     int64_t tensor_parallel_size = 1;
@@ -49,11 +52,9 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--enable-auto-tool-choice", false},
     {"--disable-frontend-multiprocessing", false},
     {"--swap-space", true},
-    {"--download-dir", true},
     {"--load-format", true},
     {"--kv-cache-dtype", true},
     {"--quantization", true},
-    {"--revision", true},
     {"--tokenizer-mode", true},
     {"--cpu-offload-gb", true},
     {"--max-logprobs", true},
@@ -79,12 +80,12 @@ void run_serve(ServeArgs& args) {
     }
     // The name the API reports by default: MODEL as given, or "demo" for the built-in model.
     const std::string model_arg = demo ? std::string("demo") : model;
-    auto resolved = server::resolve_model_dir(model, server::hf_hub_cache_dir());
-    if (!resolved) fail(resolved.status().message());
-    model = *resolved;
     if (args.tensor_parallel_size != 1)
-        log_warn("--tensor-parallel-size {} has no meaning on the CPU backend; running on one device",
-                 args.tensor_parallel_size);
+        fail(
+            fmt::format("--tensor-parallel-size {}: tensor parallelism is not implemented in this build; only 1 is "
+                        "supported",
+                        args.tensor_parallel_size));
+    model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.dtype != "auto" && args.dtype != "float32")
         log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation",
                  args.dtype);
@@ -120,6 +121,9 @@ void run_serve(ServeArgs& args) {
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
+    // Each connection holds a file descriptor: thousands of streams need more than the usual soft limit of 1024.
+    if (const int64_t fds = server::raise_open_file_limit(); fds >= 0 && fds < 4096)
+        log_warn("serve: at most {} open files (ulimit -n): connections beyond about that many will fail", fds);
     (*server)->start();
     std::printf("taco-llm serving %s on http://%s:%d\n", model_arg.c_str(), options.http.host.c_str(),
                 (*server)->port());
@@ -147,6 +151,10 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--generation-config", args->generation_config, "'auto', 'vllm' or a folder")
         ->capture_default_str();
     sub->add_option("--dtype", args->dtype, "Model dtype (auto)")->capture_default_str();
+    sub->add_option("--revision", args->revision, "Branch, tag or commit of a hub id (default: main)");
+    sub->add_option(
+        "--download-dir", args->download_dir,
+        "Hugging Face cache folder for hub ids (default: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)");
     sub->add_option("--gpu-memory-utilization", args->gpu_memory_utilization, "Accepted for vLLM compatibility")
         ->capture_default_str();
     sub->add_option("--tensor-parallel-size", args->tensor_parallel_size, "Devices to shard over")
