@@ -37,6 +37,15 @@ const std::vector<std::pair<std::string, ArchSpecBuilder>>& registry() {
         {"Qwen3MoeForCausalLM", &archs::qwen3_moe},
         {"PhiMoEForCausalLM", &archs::phimoe},
         {"PhimoeForCausalLM", &archs::phimoe},
+        // Remote-code families
+        {"InternLMForCausalLM", &archs::internlm},
+        {"BaiChuanForCausalLM", &archs::baichuan},
+        {"QWenLMHeadModel", &archs::qwen},
+        {"XverseForCausalLM", &archs::xverse},
+        {"ChatGLMModel", &archs::chatglm},
+        {"ChatGLMForConditionalGeneration", &archs::chatglm},
+        {"InternLM2ForCausalLM", &archs::internlm2},
+        {"BaichuanForCausalLM", &archs::baichuan2},
         // clang-format on
     };
     return table;

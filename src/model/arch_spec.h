@@ -106,6 +106,9 @@ struct ArchSpec {
 
     // MoE
     MoeSpec moe;  // moe.num_experts 0: every layer has the dense MLP
+
+    // Remote-code families (g-remote)
+    bool norm_head = false;  // lm_head rows scaled to unit L2 norm at load (Baichuan2's NormHead), kept in f32
 };
 
 // The activation named by config.json's `hidden_act`, or an error naming it.

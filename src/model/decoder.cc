@@ -7,6 +7,7 @@
 #include "kernels/ops.h"
 #include "model/alibi.h"
 #include "model/arch_registry.h"
+#include "model/norm_head.h"
 #include "model/weight_layout.h"
 
 namespace taco {
@@ -235,6 +236,10 @@ Status Decoder::bind_weights() {
         const std::string stem =
             ends_with(n.lm_head, ".weight") ? n.lm_head.substr(0, n.lm_head.size() - 7) : n.lm_head;
         TACO_ASSIGN_OR_RETURN(lm_head_bias_, binder.vector(stem + ".bias", c.vocab_size));
+    }
+    if (spec_.norm_head) {
+        lm_head_normalized_ = rows_l2_normalized(lm_head_);
+        lm_head_ = lm_head_normalized_.view();
     }
     if (!n.pos_embed.empty()) {
         TACO_ASSIGN_OR_RETURN(

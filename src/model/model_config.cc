@@ -2,6 +2,7 @@
 
 #include "core/file_util.h"
 #include "model/config_aliases.h"
+#include "model/remote_config_keys.h"
 
 namespace taco {
 namespace {
@@ -246,7 +247,8 @@ std::string_view rope_type_name(RopeType type) {
 
 Result<ModelConfig> ModelConfig::from_json(const json& original, const std::string& source) {
     if (!original.is_object()) return error("{}: must be a JSON object", source);
-    TACO_ASSIGN_OR_RETURN(const json config, with_standard_keys(original, source));
+    TACO_ASSIGN_OR_RETURN(const json remote, with_remote_code_keys(original, source));
+    TACO_ASSIGN_OR_RETURN(const json config, with_standard_keys(remote, source));
     ModelConfig c;
     c.raw = original;
     JsonReader r(config, source);

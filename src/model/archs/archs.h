@@ -16,6 +16,14 @@ Result<ArchSpec> phi3(const ModelConfig& config);
 Result<ArchSpec> stablelm(const ModelConfig& config);
 Result<ArchSpec> starcoder2(const ModelConfig& config);
 Result<ArchSpec> nemotron(const ModelConfig& config);
+// Remote-code families (g-remote)
+Result<ArchSpec> internlm(const ModelConfig& config);
+Result<ArchSpec> baichuan(const ModelConfig& config);
+Result<ArchSpec> qwen(const ModelConfig& config);
+Result<ArchSpec> xverse(const ModelConfig& config);  // unverified: no published modeling code
+Result<ArchSpec> chatglm(const ModelConfig& config);
+Result<ArchSpec> internlm2(const ModelConfig& config);
+Result<ArchSpec> baichuan2(const ModelConfig& config);
 
 // Shared by the Gemma builders.
 // Layer i slides unless (i + 1) % pattern == 0 (Gemma2: 2, Gemma3: sliding_window_pattern).
@@ -26,6 +34,20 @@ Result<ArchSpec> qwen2_moe(const ModelConfig& config);
 Result<ArchSpec> qwen3_moe(const ModelConfig& config);
 Result<ArchSpec> phimoe(const ModelConfig& config);
 Result<MoeSpec> qwen_moe_spec(const ModelConfig& config);  // Qwen2/Qwen3 MoE layer pattern and names
+
+}  // namespace taco::archs
+
+namespace taco::archs {
+
+// GPT-style families
+Result<ArchSpec> gpt2(const ModelConfig& config);
+Result<ArchSpec> gpt_bigcode(const ModelConfig& config);
+Result<ArchSpec> gpt_neox(const ModelConfig& config);
+Result<ArchSpec> gptj(const ModelConfig& config);
+Result<ArchSpec> opt(const ModelConfig& config);
+Result<ArchSpec> phi(const ModelConfig& config);
+Result<ArchSpec> falcon(const ModelConfig& config);
+Result<ArchSpec> bloom(const ModelConfig& config);
 
 }  // namespace taco::archs
 
