@@ -1,5 +1,5 @@
-// Drives `taco_llm serve models/demo` with the official OpenAI npm client (openai@6) and checks every response
-// against JSON Schemas written from OpenAI's API reference (ajv).
+// Drives `taco_llm serve` (no MODEL: the built-in demo model) with the official OpenAI npm client (openai@6) and
+// checks every response against JSON Schemas written from OpenAI's API reference (ajv).
 // Usage: node tests/server/openai_client_test.mjs PATH/TO/taco_llm   (exit 77: client not installed -> skipped)
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -81,9 +81,9 @@ function check(kind, value) {
 
 const binary = process.argv[2];
 const key = 'test-key';
-const server = spawn(binary, ['serve', 'models/demo', '--host', '127.0.0.1', '--port', '0', '--served-model-name',
-  'demo', '--disable-log-requests'], { cwd: root, env: { ...process.env, TACO_LLM_API_KEY: key },
-  stdio: ['ignore', 'pipe', 'inherit'] });
+// No MODEL: the built-in demo model (models/demo, issue F), reported as "demo".
+const server = spawn(binary, ['serve', '--host', '127.0.0.1', '--port', '0', '--disable-log-requests'],
+  { cwd: root, env: { ...process.env, TACO_LLM_API_KEY: key }, stdio: ['ignore', 'pipe', 'inherit'] });
 const port = await new Promise((resolve, reject) => {
   let out = '';
   server.stdout.on('data', (d) => {
@@ -146,6 +146,13 @@ try {
   let pieces = 0;
   for await (const chunk of cstream) pieces += chunk.choices.length;
   assert.ok(pieces >= 1);
+
+  // The demo model was trained to end its turn: a greeting is answered and the turn ends with <|im_end|>.
+  const hello = await client.chat.completions.create({ model: 'demo', messages: [{ role: 'user', content: 'Hello' }],
+    max_tokens: 64, temperature: 0 });
+  check('chat', hello);
+  assert.equal(hello.choices[0].finish_reason, 'stop');
+  assert.ok(hello.choices[0].message.content.length > 0);
 
   await assert.rejects(client.completions.create({ model: 'nope', prompt: 'x' }),
     (e) => e instanceof OpenAI.NotFoundError && /nope/.test(e.message));
