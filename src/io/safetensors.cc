@@ -1,13 +1,8 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
 #include <fmt/ranges.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -129,40 +124,13 @@ Status check_no_overlap(const std::map<std::string, SafetensorsEntry>& entries) 
 
 }  // namespace
 
-SafetensorsFile::~SafetensorsFile() {
-    if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
-}
-
 Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string& path) {
     std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
     file->path_ = path;
-
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return error("{}: cannot open: {}", path, std::strerror(errno));
-    struct stat st {};
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        ::close(fd);
-        return error("{}: cannot stat: {}", path, std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return error("{}: not a regular file", path);
-    }
-    uint64_t file_bytes = uint64_t(st.st_size);
-    if (file_bytes < 8) {
-        ::close(fd);
-        return error("{}: file is {} bytes, shorter than the 8-byte header length", path, file_bytes);
-    }
-    // file_bytes >= 8, so the mapping is never of zero bytes even when the data section is empty.
-    void* mapping = mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-    int map_errno = errno;
-    ::close(fd);
-    if (mapping == MAP_FAILED)
-        return error("{}: mmap of {} bytes failed: {}", path, file_bytes, std::strerror(map_errno));
-    file->mapping_ = mapping;  // from here the destructor unmaps on every error path
-    file->mapping_bytes_ = file_bytes;
-    const uint8_t* base = static_cast<const uint8_t*>(mapping);
+    TACO_ASSIGN_OR_RETURN(file->mapping_, MappedFile::open(path));
+    const uint64_t file_bytes = file->mapping_->bytes().size();
+    if (file_bytes < 8) return error("{}: file is {} bytes, shorter than the 8-byte header length", path, file_bytes);
+    const uint8_t* base = file->mapping_->bytes().data();
 
     uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | base[i];

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "io/mapped_file.h"
 #include "io/tensor_file.h"
 
 namespace taco {
@@ -27,7 +28,7 @@ struct SafetensorsEntry {
 
 class SafetensorsFile : public TensorFile {
 public:
-    ~SafetensorsFile() override;
+    ~SafetensorsFile() override = default;
     SafetensorsFile(const SafetensorsFile&) = delete;
     SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -48,8 +49,7 @@ public:
 private:
     SafetensorsFile() = default;
     std::string path_;
-    void* mapping_ = nullptr;
-    size_t mapping_bytes_ = 0;
+    std::unique_ptr<MappedFile> mapping_;
     const uint8_t* data_ = nullptr;  // start of the data section
     std::map<std::string, SafetensorsEntry> entries_;
     std::map<std::string, std::string> metadata_;

@@ -75,10 +75,12 @@ TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
         for (size_t i = 0; i < want.size(); ++i)
             EXPECT_NEAR(got[i], want[i], 2e-7 * std::abs(want[i]) + 1e-12) << what << "[" << i << "]";
     };
-    if (golden_.golden.contains("inv_freq_long"))
+    if (golden_.golden.contains("inv_freq_long")) {
         expect_equal(freq.inv_freq_long, golden_.golden["inv_freq_long"].get<std::vector<double>>(), "inv_freq_long");
-    if (golden_.golden.contains("attention_scaling_long"))  // PhiMoE's long_mscale; else the same as the short one
+    }
+    if (golden_.golden.contains("attention_scaling_long")) {  // PhiMoE's long_mscale; else the same as the short one
         EXPECT_NEAR(freq.attention_scaling_long, golden_.golden["attention_scaling_long"].get<double>(), 1e-6);
+    }
     if (golden_.golden.contains("inv_freq_local")) {
         ModelConfig local = decoder_->config();
         ASSERT_TRUE(local.rope_local.has_value());
