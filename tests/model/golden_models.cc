@@ -4,6 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <gtest/gtest.h>
+
+#include "model/decoder.h"
+
 namespace taco::testing_util {
 
 std::string models_root() { return std::string(TACO_SOURCE_DIR) + "/tests/data/models"; }
@@ -31,6 +35,26 @@ GoldenModel load_golden_model(const std::string& name) {
         model.cases.push_back(std::move(gc));
     }
     return model;
+}
+
+std::string copy_model(const std::string& name, const std::string& tag) {
+    namespace fs = std::filesystem;
+    fs::path dst = fs::path(::testing::TempDir()) / ("taco_model_copy_" + tag);
+    fs::remove_all(dst);
+    fs::copy(models_root() + "/" + name, dst, fs::copy_options::recursive);
+    return dst.string();
+}
+
+nlohmann::json read_json(const std::string& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& value) { std::ofstream(path) << value.dump(2); }
+
+std::string load_error(const std::string& dir) {
+    auto decoder = Decoder::load(dir);
+    return decoder.is_ok() ? "" : decoder.status().message();
 }
 
 }  // namespace taco::testing_util

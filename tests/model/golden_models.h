@@ -26,4 +26,12 @@ std::string models_root();
 std::vector<std::string> golden_model_names();  // every folder of tests/data/models with a golden.json
 GoldenModel load_golden_model(const std::string& name);
 
+// Scratch copies of golden folders for load tests that edit a config or an index: a writable copy of model `name`
+// under the test temp dir (`tag` keeps concurrent tests apart), JSON read/write, and Decoder::load's error ("" when
+// the folder loads).
+std::string copy_model(const std::string& name, const std::string& tag);
+nlohmann::json read_json(const std::string& path);
+void write_json(const std::string& path, const nlohmann::json& value);
+std::string load_error(const std::string& dir);
+
 }  // namespace taco::testing_util

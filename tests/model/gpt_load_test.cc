@@ -11,26 +11,14 @@
 namespace taco {
 namespace {
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
+using testing_util::load_error;
+using testing_util::read_json;
+using testing_util::write_json;
 
+// Scratch copies are named per file so tests of different files never share a folder.
 std::string copy_model(const std::string& name, const std::string& tag) {
-    fs::path dst = fs::path(::testing::TempDir()) / ("taco_gpt_load_" + tag);
-    fs::remove_all(dst);
-    fs::copy(testing_util::models_root() + "/" + name, dst, fs::copy_options::recursive);
-    return dst.string();
-}
-
-json read_json(const std::string& path) {
-    std::ifstream in(path);
-    return json::parse(in);
-}
-
-void write_json(const std::string& path, const json& value) { std::ofstream(path) << value.dump(2); }
-
-std::string load_error(const std::string& dir) {
-    auto decoder = Decoder::load(dir);
-    return decoder.is_ok() ? "" : decoder.status().message();
+    return testing_util::copy_model(name, "gpt_" + tag);
 }
 
 TEST(GptLoad, Conv1DShapeErrorsNameTheStoredInOutShape) {
