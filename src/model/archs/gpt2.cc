@@ -5,6 +5,22 @@
 
 namespace taco::archs {
 
+void set_gpt2_names(ArchSpec& spec) {
+    spec.base_model_prefix = "transformer";
+    WeightNames& n = spec.names;
+    n.embed = "transformer.wte.weight";
+    n.pos_embed = "transformer.wpe.weight";
+    n.final_norm = "transformer.ln_f.weight";
+    n.input_norm = "transformer.h.{}.ln_1.weight";
+    n.post_attention_norm = "transformer.h.{}.ln_2.weight";
+    n.qkv_proj = "transformer.h.{}.attn.c_attn";
+    n.o_proj = "transformer.h.{}.attn.c_proj";
+    n.up_proj = "transformer.h.{}.mlp.c_fc";
+    n.down_proj = "transformer.h.{}.mlp.c_proj";
+    // Causal-mask buffers of older checkpoints.
+    spec.ignored_tensor_suffixes = {".attn.bias", ".attn.masked_bias"};
+}
+
 Result<ArchSpec> gpt2(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "GPT2LMHeadModel";
@@ -24,19 +40,7 @@ Result<ArchSpec> gpt2(const ModelConfig& config) {
     if (!scale_attn_weights) spec.attention_scale = 1.0f;
     TACO_ASSIGN_OR_RETURN(spec.scale_attn_by_inverse_layer_idx,
                           bool_or(config, "scale_attn_by_inverse_layer_idx", false));
-    spec.base_model_prefix = "transformer";
-    WeightNames& n = spec.names;
-    n.embed = "transformer.wte.weight";
-    n.pos_embed = "transformer.wpe.weight";
-    n.final_norm = "transformer.ln_f.weight";
-    n.input_norm = "transformer.h.{}.ln_1.weight";
-    n.post_attention_norm = "transformer.h.{}.ln_2.weight";
-    n.qkv_proj = "transformer.h.{}.attn.c_attn";
-    n.o_proj = "transformer.h.{}.attn.c_proj";
-    n.up_proj = "transformer.h.{}.mlp.c_fc";
-    n.down_proj = "transformer.h.{}.mlp.c_proj";
-    // Causal-mask buffers of older checkpoints.
-    spec.ignored_tensor_suffixes = {".attn.bias", ".attn.masked_bias"};
+    set_gpt2_names(spec);
     return spec;
 }
 

@@ -22,18 +22,7 @@ Result<ArchSpec> gpt_bigcode(const ModelConfig& config) {
     spec.gated_mlp = false;
     TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
     if (!scale_attn_weights) spec.attention_scale = 1.0f;
-    spec.base_model_prefix = "transformer";
-    WeightNames& n = spec.names;
-    n.embed = "transformer.wte.weight";
-    n.pos_embed = "transformer.wpe.weight";
-    n.final_norm = "transformer.ln_f.weight";
-    n.input_norm = "transformer.h.{}.ln_1.weight";
-    n.post_attention_norm = "transformer.h.{}.ln_2.weight";
-    n.qkv_proj = "transformer.h.{}.attn.c_attn";
-    n.o_proj = "transformer.h.{}.attn.c_proj";
-    n.up_proj = "transformer.h.{}.mlp.c_fc";
-    n.down_proj = "transformer.h.{}.mlp.c_proj";
-    spec.ignored_tensor_suffixes = {".attn.bias", ".attn.masked_bias"};
+    set_gpt2_names(spec);
     return spec;
 }
 
