@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir_test.h"
+
 namespace taco {
 namespace {
 
@@ -53,23 +55,8 @@ std::string bytes_of(size_t n, uint8_t first = 1) {
     return out;
 }
 
-class SafetensorsTest : public ::testing::Test {
+class SafetensorsTest : public testing_util::ScratchDirTest {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::path(::testing::TempDir()) /
-               (std::string("taco_io_") + info->name() + "_" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    std::string write(const std::string& name, const std::string& bytes) {
-        std::string path = (dir_ / name).string();
-        std::ofstream out(path, std::ios::binary);
-        out.write(bytes.data(), std::streamsize(bytes.size()));
-        return path;
-    }
     // Opens a file holding `bytes`, expecting an error whose message contains every one of `parts`.
     void expect_open_error(const std::string& bytes, std::initializer_list<std::string> parts) {
         std::string path = write("bad.safetensors", bytes);
@@ -83,8 +70,6 @@ protected:
         SCOPED_TRACE(entry.dump());
         expect_open_error(raw_safetensors(json{{"t", entry}}.dump(), bytes_of(data_bytes)), parts);
     }
-
-    fs::path dir_;
 };
 
 TEST_F(SafetensorsTest, SafetensorsFile_RoundTripsEveryDtype) {

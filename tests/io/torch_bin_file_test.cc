@@ -11,6 +11,7 @@
 
 #include "core/file_util.h"
 #include "io/safetensors.h"
+#include "scratch_dir_test.h"
 #include "torch_bin_builder.h"
 
 namespace taco {
@@ -62,23 +63,8 @@ void expect_matches_fixture(const Checkpoint& ckpt, const fs::path& expected_pat
     EXPECT_EQ(ckpt.tensor_names(), names);
 }
 
-class TorchBinFileTest : public ::testing::Test {
+class TorchBinFileTest : public testing_util::ScratchDirTest {
 protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::path(::testing::TempDir()) /
-               (std::string("taco_torch_bin_") + info->name() + "_" + std::to_string(::getpid()));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    std::string write(const std::string& name, const std::string& bytes) {
-        std::string path = (dir_ / name).string();
-        std::ofstream out(path, std::ios::binary);
-        out.write(bytes.data(), std::streamsize(bytes.size()));
-        return path;
-    }
     void expect_open_error(const std::string& bytes, const std::string& part) {
         std::string path = write("pytorch_model.bin", bytes);
         auto file = TorchBinFile::open(path);
@@ -86,8 +72,6 @@ protected:
         EXPECT_THAT(file.status().message(), HasSubstr(path));
         EXPECT_THAT(file.status().message(), HasSubstr(part));
     }
-
-    fs::path dir_;
 };
 
 TEST_F(TorchBinFileTest, TorchBinFile_ReadsEveryDtypeOfARealTorchSave) {
