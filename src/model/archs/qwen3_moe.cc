@@ -6,14 +6,8 @@
 namespace taco::archs {
 
 Result<ArchSpec> qwen3_moe(const ModelConfig& config) {
-    ArchSpec spec;
+    TACO_ASSIGN_OR_RETURN(ArchSpec spec, qwen3(config));
     spec.name = "Qwen3MoeForCausalLM";
-    spec.qkv_bias = config.attention_bias;
-    spec.o_bias = config.attention_bias;
-    spec.qk_norm = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.uses_sliding_window = true;
     TACO_ASSIGN_OR_RETURN(spec.moe, qwen_moe_spec(config));
     return spec;
 }
