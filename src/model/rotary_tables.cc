@@ -133,46 +133,44 @@ RotaryFrequencies compute_rotary_frequencies(const ModelConfig& config) {
     return out;
 }
 
-RotaryTables::RotaryTables(const ModelConfig& config)
-    : frequencies_(compute_rotary_frequencies(config)), rotary_dim_(int(config.rotary_dim())) {}
+RotaryTables::RotaryTables(const ModelConfig& config, int64_t num_positions)
+    : RotaryTables(compute_rotary_frequencies(config), int(config.rotary_dim()), num_positions) {}
 
-RotaryTables::RotaryTables(RotaryFrequencies frequencies, int rotary_dim)
-    : frequencies_(std::move(frequencies)), rotary_dim_(rotary_dim) {}
-
-std::unique_ptr<RotaryTables> RotaryTables::long_rope_tables() const {
-    if (frequencies_.long_rope_threshold <= 0) return nullptr;
-    RotaryFrequencies f;
-    f.inv_freq = frequencies_.inv_freq_long;
-    f.attention_scaling = frequencies_.attention_scaling_long;
-    return std::make_unique<RotaryTables>(std::move(f), rotary_dim_);
+RotaryTables::RotaryTables(RotaryFrequencies frequencies, int rotary_dim, int64_t num_positions)
+    : frequencies_(std::move(frequencies)), rotary_dim_(rotary_dim), num_positions_(num_positions) {
+    TACO_CHECK_GT(num_positions, 0);
+    const bool long_rope = frequencies_.long_rope_threshold > 0;
+    const int64_t rows = long_rope ? 2 * num_positions : num_positions;
+    cos_ = Tensor::empty({rows, rotary_dim / 2}, DType::kF32);
+    sin_ = Tensor::empty({rows, rotary_dim / 2}, DType::kF32);
+    fill(0, frequencies_.inv_freq, frequencies_.inv_freq_long, frequencies_.long_from, frequencies_.attention_scaling);
+    if (long_rope)
+        fill(num_positions, frequencies_.inv_freq_long, {}, INT64_MAX, frequencies_.attention_scaling_long);
 }
 
-void RotaryTables::ensure(int64_t num_positions) {
-    if (num_positions <= num_positions_) return;
-    // Grow geometrically so decode does not recompute the table every step.
-    int64_t target = std::max(num_positions, std::min<int64_t>(num_positions_ * 2, num_positions + 65536));
+void RotaryTables::fill(int64_t first_row, const std::vector<float>& inv_freq, const std::vector<float>& inv_freq_long,
+                        int64_t long_from, float scaling) {
     const int half = rotary_dim_ / 2;
-    cos_.resize(size_t(target * half));
-    sin_.resize(size_t(target * half));
-    for (int64_t p = num_positions_; p < target; ++p) {
-        const std::vector<float>& inv =
-            p >= frequencies_.long_from ? frequencies_.inv_freq_long : frequencies_.inv_freq;
+    float* cos = cos_.as<float>() + first_row * half;
+    float* sin = sin_.as<float>() + first_row * half;
+    for (int64_t p = 0; p < num_positions_; ++p) {
+        const std::vector<float>& inv = p >= long_from ? inv_freq_long : inv_freq;
         for (int i = 0; i < half; ++i) {
             // torch forms the angle as one fp32 product, then takes cos/sin in fp32 and scales.
             float angle = float(p) * inv[size_t(i)];
-            cos_[size_t(p * half + i)] = float(std::cos(double(angle))) * frequencies_.attention_scaling;
-            sin_[size_t(p * half + i)] = float(std::sin(double(angle))) * frequencies_.attention_scaling;
+            cos[p * half + i] = float(std::cos(double(angle))) * scaling;
+            sin[p * half + i] = float(std::sin(double(angle))) * scaling;
         }
     }
-    num_positions_ = target;
 }
 
-TensorView RotaryTables::cos_table() const {
-    return TensorView(const_cast<float*>(cos_.data()), DType::kF32, {num_positions_, rotary_dim_ / 2});
-}
-
-TensorView RotaryTables::sin_table() const {
-    return TensorView(const_cast<float*>(sin_.data()), DType::kF32, {num_positions_, rotary_dim_ / 2});
+RotaryLayout RotaryTables::layout() const {
+    RotaryLayout out;
+    if (frequencies_.long_rope_threshold > 0) {
+        out.long_rope_threshold = frequencies_.long_rope_threshold;
+        out.long_table_offset = int32_t(num_positions_);
+    }
+    return out;
 }
 
 }  // namespace taco

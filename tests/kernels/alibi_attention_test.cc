@@ -50,26 +50,35 @@ std::vector<std::vector<float>> run(const std::vector<const Sequence*>& seqs, co
     Tensor q = Tensor::empty({total, kHeads, kHeadDim}, DType::kF32);
     Tensor k = Tensor::empty({total, kKvHeads, kHeadDim}, DType::kF32);
     Tensor v = Tensor::empty({total, kKvHeads, kHeadDim}, DType::kF32);
-    AttentionBatch batch;
-    batch.query_start = {0};
+    std::vector<int32_t> query_start = {0}, seq_lens, positions, tables;
     std::vector<int64_t> slots;
+    const int64_t max_blocks = blocks;
     int64_t next_block = blocks - 1, row = 0;
     for (const auto* s : seqs) {
         std::vector<int32_t> table;
         for (int64_t b = 0; b < (s->len + kBlockSize - 1) / kBlockSize; ++b) table.push_back(int32_t(next_block--));
         for (int64_t i = 0; i < s->len; ++i, ++row) {
-            batch.positions.push_back(int32_t(i));
+            positions.push_back(int32_t(i));
             slots.push_back(int64_t(table[size_t(i / kBlockSize)]) * kBlockSize + i % kBlockSize);
         }
         std::memcpy(q.as<float>() + (row - s->len) * kHeads * kHeadDim, s->q.as<float>(), s->q.view().nbytes());
         std::memcpy(k.as<float>() + (row - s->len) * kKvHeads * kHeadDim, s->k.as<float>(), s->k.view().nbytes());
         std::memcpy(v.as<float>() + (row - s->len) * kKvHeads * kHeadDim, s->v.as<float>(), s->v.view().nbytes());
-        batch.block_tables.push_back(table);
-        batch.query_start.push_back(int32_t(row));
+        table.resize(size_t(max_blocks), 0);
+        tables.insert(tables.end(), table.begin(), table.end());
+        query_start.push_back(int32_t(row));
+        seq_lens.push_back(int32_t(s->len));
     }
-    write_kv_cache(k, v, slots, k_cache, v_cache);
+    const auto num_seqs = int64_t(seqs.size());
+    AttentionMetadata batch;
+    batch.query_start = TensorView(query_start.data(), DType::kI32, {num_seqs + 1});
+    batch.seq_lens = TensorView(seq_lens.data(), DType::kI32, {num_seqs});
+    batch.positions = TensorView(positions.data(), DType::kI32, {total});
+    batch.block_tables = TensorView(tables.data(), DType::kI32, {num_seqs, max_blocks});
+    const ExecContext ctx = ExecContext::cpu();
+    write_kv_cache(ctx, k, v, TensorView(slots.data(), DType::kI64, {total}), k_cache, v_cache);
     Tensor out = Tensor::empty({total, kHeads, kHeadDim}, DType::kF32);
-    paged_attention(q, k_cache, v_cache, batch, params, out);
+    paged_attention(ctx, q, k_cache, v_cache, batch, params, out);
     std::vector<std::vector<float>> result;
     const float* o = out.as<float>();
     for (const auto* s : seqs) {
@@ -112,7 +121,7 @@ TEST(AlibiAttention, MatchesScalarSoftmaxWithLinearBiasPerHead) {
     const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
     AttentionParams params;
     params.scale = 0.35f;
-    params.alibi_slopes = slopes.data();
+    params.alibi_slopes = TensorView(const_cast<float*>(slopes.data()), DType::kF32, {kHeads});
     const auto out = run({&s}, params)[0];
     expect_reference(s, params, out,
                      [&](int64_t h, int64_t j, int64_t p) { return double(slopes[size_t(h)]) * double(j - p); });
@@ -126,7 +135,7 @@ TEST(AlibiAttention, FalconModeRoundsSlopeTimesKeyPositionToBf16AndScalesIt) {
     const std::vector<float> slopes = {0.70703125f, 0.5f, 0.353515625f, 0.25f};  // bf16 values of 2^(-k/2)
     AttentionParams params;
     params.scale = 0.35f;
-    params.alibi_slopes = slopes.data();
+    params.alibi_slopes = TensorView(const_cast<float*>(slopes.data()), DType::kF32, {kHeads});
     params.alibi_bf16_key_positions = true;
     const auto out = run({&s}, params)[0];
     expect_reference(s, params, out, [&](int64_t h, int64_t j, int64_t) {
@@ -140,7 +149,7 @@ TEST(AlibiAttention, SlopesChangeTheOutputOnlyWhenGiven) {
     AttentionParams plain;
     plain.scale = 0.35f;
     AttentionParams alibi = plain;
-    alibi.alibi_slopes = slopes.data();
+    alibi.alibi_slopes = TensorView(const_cast<float*>(slopes.data()), DType::kF32, {kHeads});
     const auto a = run({&s}, plain)[0];
     const auto b = run({&s}, alibi)[0];
     // The first token attends to itself only: identical; later tokens differ.
@@ -153,7 +162,7 @@ TEST(AlibiAttention, OutputIsBitwiseTheSameAloneAndInABatch) {
     const std::vector<float> slopes = {0.5f, 0.25f, 0.125f, 0.0625f};
     AttentionParams params;
     params.scale = 0.35f;
-    params.alibi_slopes = slopes.data();
+    params.alibi_slopes = TensorView(const_cast<float*>(slopes.data()), DType::kF32, {kHeads});
     const auto alone = run({&a}, params)[0];
     const auto batched = run({&b, &a, &c}, params);
     ASSERT_EQ(alone.size(), batched[1].size());

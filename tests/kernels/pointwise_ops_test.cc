@@ -22,14 +22,14 @@ std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
 TEST(PointwiseOps, ScaleInplaceMultipliesEveryElement) {
     auto x = random_values(37, 1, 2.0f);
     const auto before = x;
-    scale_inplace(TensorView(x.data(), DType::kF32, {37}), 8.0f);
+    scale_inplace(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {37}), 8.0f);
     for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i], before[i] * 8.0f);
 }
 
 TEST(PointwiseOps, SoftcapBoundsValuesAndKeepsSmallOnesNearlyUnchanged) {
     std::vector<float> x = {-1000.0f, -30.0f, -0.01f, 0.0f, 0.01f, 5.0f, 29.0f, 1e6f};
     const auto before = x;
-    softcap_inplace(TensorView(x.data(), DType::kF32, {2, 4}), 30.0f);
+    softcap_inplace(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {2, 4}), 30.0f);
     for (size_t i = 0; i < x.size(); ++i) {
         const double expected = 30.0 * std::tanh(double(before[i]) / 30.0);
         EXPECT_NEAR(x[i], expected, 1e-5 * std::max(1.0, std::abs(expected))) << before[i];
@@ -48,7 +48,7 @@ TEST(PointwiseOps, PerHeadLayerNormUsesEachHeadsOwnWeightAndBias) {
     Tensor w = Tensor::empty({heads, dim}, DType::kF32), b = Tensor::empty({heads, dim}, DType::kF32);
     std::copy(weight.begin(), weight.end(), w.as<float>());
     std::copy(bias.begin(), bias.end(), b.as<float>());
-    per_head_layer_norm(TensorView(x.data(), DType::kF32, {tokens, heads, dim}), w, &b.view(), 1e-5f);
+    per_head_layer_norm(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {tokens, heads, dim}), w, &b.view(), 1e-5f);
     for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t h = 0; h < heads; ++h) {
             const float* v = before.data() + (t * heads + h) * dim;
@@ -68,7 +68,7 @@ TEST(PointwiseOps, PerHeadLayerNormUsesEachHeadsOwnWeightAndBias) {
 
 TEST(PointwiseOps, Relu2SquaresPositivePartOnly) {
     std::vector<float> x = {-2.0f, -0.0f, 0.5f, 3.0f};
-    activation_inplace(TensorView(x.data(), DType::kF32, {4}), Activation::kRelu2);
+    activation_inplace(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {4}), Activation::kRelu2);
     EXPECT_EQ(x, (std::vector<float>{0.0f, 0.0f, 0.25f, 9.0f}));
 }
 

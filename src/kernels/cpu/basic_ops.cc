@@ -1,19 +1,18 @@
 // Row-wise and elementwise ops of the CPU backend: embedding, norms, residual add, activations. Each output
 // row depends on its input row alone (fixed reduction order), so results are batch-invariant.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/dot_internal.h"
-#include "kernels/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
-namespace taco::ops {
+namespace taco::cpu {
+using ops::Activation;
 namespace {
-
-void check_f32_2d(const TensorView& t, const char* what) {
-    TACO_CHECK_MSG(t.ndim == 2 && t.dtype == DType::kF32 && t.is_contiguous(), "{} must be a contiguous 2-d f32 tensor",
-                   what);
-}
 
 // Rows per task: enough work per task to amortise the pool's hand-off.
 int64_t row_grain(int64_t row_elements) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row_elements)); }
@@ -34,50 +33,54 @@ float activate(float x, Activation act) {
 
 }  // namespace
 
-void embedding(const std::vector<int32_t>& ids, const TensorView& table, const TensorView& out) {
-    TACO_CHECK_EQ(table.ndim, 2);
-    check_f32_2d(out, "embedding output");
-    TACO_CHECK_EQ(out.shape[0], int64_t(ids.size()));
-    TACO_CHECK_EQ(out.shape[1], table.shape[1]);
+void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out) {
     const int64_t hidden = table.shape[1];
     const size_t row_bytes = size_t(hidden) * dtype_size_bytes(table.dtype);
-    for (size_t t = 0; t < ids.size(); ++t) {
-        TACO_CHECK_MSG(ids[t] >= 0 && ids[t] < table.shape[0], "token id {} outside the vocabulary of {}", ids[t],
+    const int32_t* id = ids.as<int32_t>();
+    for (int64_t t = 0; t < ids.shape[0]; ++t) {
+        TACO_CHECK_MSG(id[t] >= 0 && id[t] < table.shape[0], "token id {} outside the vocabulary of {}", id[t],
                        table.shape[0]);
-        const void* row = static_cast<const uint8_t*>(table.data) + size_t(ids[t]) * row_bytes;
-        float* dst = out.row<float>(int64_t(t));
+        const void* row = static_cast<const uint8_t*>(table.data) + size_t(id[t]) * row_bytes;
+        float* dst = out.row<float>(t);
         for (int64_t i = 0; i < hidden; ++i) dst[i] = load_as_f32(row, table.dtype, size_t(i));
     }
 }
 
-void rms_norm(const TensorView& x, const TensorView& weight, float eps, float weight_offset, const TensorView& out) {
-    check_f32_2d(x, "rms_norm input");
-    check_f32_2d(out, "rms_norm output");
-    TACO_CHECK(weight.dtype == DType::kF32 && weight.ndim == 1 && weight.shape[0] == x.shape[1]);
-    TACO_CHECK(out.shape[0] == x.shape[0] && out.shape[1] == x.shape[1]);
+void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView& indices, const TensorView& out) {
+    const int32_t* index = indices.as<int32_t>();
+    const int64_t cols = src.shape[1];
+    for (int64_t r = 0; r < indices.shape[0]; ++r) {
+        TACO_CHECK_MSG(index[r] >= 0 && index[r] < src.shape[0], "gather_rows: row {} of {}", index[r], src.shape[0]);
+        std::copy_n(src.row<float>(index[r]), cols, out.row<float>(r));
+    }
+}
+
+void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) {
+    if (src.data != dst.data) std::memcpy(dst.data, src.data, src.nbytes());
+}
+
+void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset, const TensorView& out) {
     const int64_t hidden = x.shape[1];
     const float* w = weight.as<float>();
     ThreadPool::global().parallel_for(x.shape[0], row_grain(hidden), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
             const float* src = x.row<float>(r);
             float* dst = out.row<float>(r);
-            float mean_square = cpu::dot_f32(src, src, hidden) / float(hidden);
+            float mean_square = dot_f32(src, src, hidden) / float(hidden);
             float inv = 1.0f / std::sqrt(mean_square + eps);
             for (int64_t i = 0; i < hidden; ++i) dst[i] = (w[i] + weight_offset) * (src[i] * inv);
         }
     });
 }
 
-void layer_norm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
-                const TensorView& out) {
-    check_f32_2d(x, "layer_norm input");
-    check_f32_2d(out, "layer_norm output");
-    TACO_CHECK(weight.dtype == DType::kF32 && weight.ndim == 1 && weight.shape[0] == x.shape[1]);
+void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                float eps, const TensorView& out) {
     const int64_t hidden = x.shape[1];
     const float* w = weight.as<float>();
     const float* b = bias != nullptr ? bias->as<float>() : nullptr;
     ThreadPool::global().parallel_for(x.shape[0], row_grain(hidden), [&](int64_t begin, int64_t end) {
-        std::vector<float> centered(static_cast<size_t>(hidden));
+        thread_local std::vector<float> centered;  // grows once per thread, then reused
+        if (centered.size() < size_t(hidden)) centered.resize(size_t(hidden));
         for (int64_t r = begin; r < end; ++r) {
             const float* src = x.row<float>(r);
             float* dst = out.row<float>(r);
@@ -85,25 +88,21 @@ void layer_norm(const TensorView& x, const TensorView& weight, const TensorView*
             for (int64_t i = 0; i < hidden; ++i) sum += src[i];
             float mean = sum / float(hidden);
             for (int64_t i = 0; i < hidden; ++i) centered[size_t(i)] = src[i] - mean;
-            float var = cpu::dot_f32(centered.data(), centered.data(), hidden) / float(hidden);
+            float var = dot_f32(centered.data(), centered.data(), hidden) / float(hidden);
             float inv = 1.0f / std::sqrt(var + eps);
             for (int64_t i = 0; i < hidden; ++i) dst[i] = centered[size_t(i)] * inv * w[i] + (b ? b[i] : 0.0f);
         }
     });
 }
 
-void add_inplace(const TensorView& x, const TensorView& y) {
-    TACO_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32 && x.numel() == y.numel());
+void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& y) {
     float* a = x.as<float>();
     const float* b = y.as<float>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) a[i] += b[i];
 }
 
-void gated_activation(const TensorView& gate, const TensorView& up, Activation act, const TensorView& out) {
-    check_f32_2d(gate, "gate");
-    check_f32_2d(up, "up");
-    check_f32_2d(out, "gated_activation output");
-    TACO_CHECK(gate.numel() == up.numel() && gate.numel() == out.numel());
+void gated_activation(const ExecContext& ctx, const TensorView& gate, const TensorView& up, Activation act,
+                      const TensorView& out) {
     const float* g = gate.as<float>();
     const float* u = up.as<float>();
     float* o = out.as<float>();
@@ -112,10 +111,9 @@ void gated_activation(const TensorView& gate, const TensorView& up, Activation a
     });
 }
 
-void activation_inplace(const TensorView& x, Activation act) {
-    TACO_CHECK(x.dtype == DType::kF32);
+void activation_inplace(const ExecContext& ctx, const TensorView& x, Activation act) {
     float* p = x.as<float>();
     for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] = activate(p[i], act);
 }
 
-}  // namespace taco::ops
+}  // namespace taco::cpu

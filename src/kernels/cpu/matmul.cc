@@ -8,40 +8,43 @@
 #include "kernels/cpu/canonical_dot.h"
 #include "kernels/cpu/dot_internal.h"
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/ops.h"
+#include "kernels/cpu/cpu_ops.h"
 
-namespace taco::ops {
+namespace taco::cpu {
 
-void matmul(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y) {
-    TACO_CHECK_EQ(x.ndim, 2);
-    TACO_CHECK_EQ(w.ndim, 2);
-    TACO_CHECK_EQ(y.ndim, 2);
-    TACO_CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
-    TACO_CHECK_MSG(w.dtype == DType::kF32 || w.dtype == DType::kF16 || w.dtype == DType::kBF16,
-                   "matmul weight dtype {}", dtype_name(w.dtype));
-    TACO_CHECK(x.is_contiguous() && w.is_contiguous() && y.is_contiguous());
-    TACO_CHECK_EQ(x.shape[1], w.shape[1]);
-    TACO_CHECK_EQ(y.shape[0], x.shape[0]);
-    TACO_CHECK_EQ(y.shape[1], w.shape[0]);
-    if (bias != nullptr) {
-        TACO_CHECK_EQ(bias->ndim, 1);
-        TACO_CHECK_EQ(bias->shape[0], w.shape[0]);
-        TACO_CHECK(bias->is_contiguous());
-    }
-    cpu::MatmulArgs args{x.as<float>(), w.data, w.dtype, y.as<float>(), x.shape[0], w.shape[0], x.shape[1]};
-    cpu::matmul_dispatch(args);
+void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
+            const TensorView& y) {
+    MatmulArgs args{x.as<float>(), w.data, w.dtype, y.as<float>(), x.shape[0], w.shape[0], x.shape[1]};
+    matmul_dispatch(args);
     if (bias != nullptr) {
         const int64_t m = x.shape[0], n = w.shape[0];
-        std::vector<float> bias_f32(static_cast<size_t>(n));
-        for (int64_t j = 0; j < n; ++j) bias_f32[size_t(j)] = load_as_f32(bias->data, bias->dtype, size_t(j));
+        const float* b = bias->as<float>();
         for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) args.y[i * n + j] += bias_f32[size_t(j)];
+            for (int64_t j = 0; j < n; ++j) args.y[i * n + j] += b[j];
     }
 }
 
-float dot(const float* a, const float* b, int64_t k) { return cpu::dot_f32(a, b, k); }
+// Each expert's rows are one matmul over that expert's [N, K] slice: every output row is computed on its own in
+// the canonical order, so the grouping does not change a bit.
+void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w,
+                    const TensorView& expert_offsets, const TensorView& y) {
+    const int32_t* offsets = expert_offsets.as<int32_t>();
+    const int64_t num_experts = w.shape[0], n = w.shape[1], k = w.shape[2];
+    const size_t expert_bytes = size_t(w.strides[0]) * dtype_size_bytes(w.dtype);
+    for (int64_t e = 0; e < num_experts; ++e) {
+        const int64_t begin = offsets[e], end = offsets[e + 1];
+        TACO_CHECK_MSG(0 <= begin && begin <= end && end <= x.shape[0], "grouped_matmul: expert {} rows [{}, {})", e,
+                       begin, end);
+        if (begin == end) continue;
+        const void* we = static_cast<const uint8_t*>(w.data) + size_t(e) * expert_bytes;
+        matmul_dispatch(MatmulArgs{x.row<float>(begin), we, w.dtype, y.row<float>(begin), end - begin, n, k});
+    }
+    const int64_t ran = offsets[num_experts];
+    TACO_CHECK_LE(int64_t(ran), x.shape[0]);
+    std::fill(y.row<float>(ran), y.row<float>(0) + y.numel(), 0.0f);
+}
 
-}  // namespace taco::ops
+}  // namespace taco::cpu
 
 namespace taco::cpu {
 

@@ -1,0 +1,66 @@
+// ForwardBatchBuilder: turns one step's sequences into a ForwardBatch in one persistent buffer (the only builder:
+// the runner, perplexity and tests all use it). The buffer is sized once for the runner's limits; each build packs
+// the arrays of the step at offsets that depend only on the step's shape (T, S, L), so the same shape gets the same
+// addresses and the used bytes are one contiguous prefix (one copy to a GPU). Block tables are [S, max_blocks] with
+// the runner's fixed max_blocks width, unused entries 0.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/tensor.h"
+#include "model/forward_batch.h"
+
+namespace taco {
+
+struct RunnerSequence {
+    std::span<const int32_t> token_ids;    // the whole sequence known so far
+    int64_t num_computed_tokens = 0;       // tokens whose KV is already in the cache
+    int64_t num_new_tokens = 0;            // tokens to compute now
+    std::span<const int32_t> block_table;  // physical device blocks, logical order
+    bool wants_logits = false;             // logits of the last new token
+    // Also the logits of the first num_prompt_logits new tokens (prompt logprobs), before the last token's row;
+    // num_prompt_logits + wants_logits <= num_new_tokens, so no row is asked for twice.
+    int64_t num_prompt_logits = 0;
+    int64_t max_length = 0;  // prompt + max_tokens; picks LongRoPE's factors (0: unknown, the tokens so far)
+
+    int64_t num_logits() const { return num_prompt_logits + (wants_logits ? 1 : 0); }
+};
+
+struct BatchLimits {
+    int64_t max_num_tokens = 0;      // per step (max_num_batched_tokens), padding included
+    int64_t max_num_sequences = 0;   // per step (max_num_seqs)
+    int64_t max_num_logits = 0;      // logits rows per step
+    int64_t max_blocks_per_seq = 0;  // block table width: ceil(max_model_len / block_size)
+};
+
+class ForwardBatchBuilder {
+public:
+    ForwardBatchBuilder(const BatchLimits& limits, int64_t block_size, RotaryLayout rotary,
+                        MemoryKind memory = MemoryKind::kHost);
+
+    // The step's batch, its rows padded to pad_tokens_to when that is larger. Checks every sequence against the
+    // limits and its block table (a violation is a bug of the caller and aborts naming it).
+    const ForwardBatch& build(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to = 0);
+    // A batch of the given shape with zeroed contents (workspace sizing by a dry run).
+    const ForwardBatch& build_shape(int64_t num_tokens, int64_t num_sequences, int64_t num_logits);
+
+    // The same arrays at another base address (a device copy of used_bytes()).
+    ForwardBatch rebased(void* base, Device device) const;
+    // The bytes the last build wrote, from the buffer's start.
+    std::span<const uint8_t> used_bytes() const;
+    const BatchLimits& limits() const { return limits_; }
+    int64_t block_size() const { return block_size_; }
+
+private:
+    ForwardBatch layout(void* base, Device device, int64_t t, int64_t s, int64_t l) const;
+
+    BatchLimits limits_;
+    int64_t block_size_;
+    RotaryLayout rotary_;
+    Tensor buffer_;
+    ForwardBatch batch_;
+    size_t used_bytes_ = 0;
+};
+
+}  // namespace taco
