@@ -6,11 +6,18 @@
 
 namespace taco {
 
-ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder, int64_t num_device_blocks, int64_t num_host_blocks,
-                         int64_t block_size)
+ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder, const RunnerOptions& options)
     : decoder_(std::move(decoder)),
-      device_kv_(KvCacheTensors::allocate(decoder_->config(), num_device_blocks, block_size)),
-      host_kv_(KvCacheTensors::allocate(decoder_->config(), num_host_blocks, block_size)) {}
+      device_kv_(KvCacheTensors::allocate(decoder_->config(), options.num_device_blocks, options.block_size)),
+      host_kv_(KvCacheTensors::allocate(decoder_->config(), options.num_host_blocks, options.block_size)) {
+    ExecutorOptions e;
+    e.max_num_tokens = options.max_num_batched_tokens;
+    e.max_num_sequences = options.max_num_seqs;
+    e.max_model_len = options.max_model_len;
+    e.block_size = options.block_size;
+    executor_ = std::make_unique<ForwardExecutor>(*decoder_, e);
+    executor_->size_workspace(device_kv_);
+}
 
 int64_t ModelRunner::kv_bytes_per_block(const ModelConfig& config, int64_t block_size) {
     return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
@@ -36,29 +43,8 @@ void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
     }
 }
 
-Tensor ModelRunner::execute(std::span<const RunnerSequence> sequences) {
-    const int64_t block_size = device_kv_.block_size;
-    ForwardBatch batch;
-    batch.attention.query_start.push_back(0);
-    for (const RunnerSequence& s : sequences) {
-        TACO_CHECK_GT(s.num_new_tokens, 0);
-        const int64_t end = s.num_computed_tokens + s.num_new_tokens;
-        TACO_CHECK_LE(end, int64_t(s.token_ids.size()));
-        TACO_CHECK_LE((end + block_size - 1) / block_size, int64_t(s.block_table.size()));
-        TACO_CHECK(s.num_prompt_logits >= 0 && s.num_logits() <= s.num_new_tokens);
-        const int32_t first_row = int32_t(batch.token_ids.size());
-        for (int64_t i = 0; i < s.num_prompt_logits; ++i) batch.logits_indices.push_back(first_row + int32_t(i));
-        for (int64_t p = s.num_computed_tokens; p < end; ++p) {
-            batch.token_ids.push_back(s.token_ids[size_t(p)]);
-            batch.attention.positions.push_back(int32_t(p));
-            batch.slot_mapping.push_back(int64_t(s.block_table[size_t(p / block_size)]) * block_size + p % block_size);
-        }
-        if (s.wants_logits) batch.logits_indices.push_back(int32_t(batch.token_ids.size() - 1));
-        batch.attention.block_tables.emplace_back(s.block_table.begin(), s.block_table.end());
-        batch.max_lengths.push_back(std::max(s.max_length, end));
-        batch.attention.query_start.push_back(int32_t(batch.token_ids.size()));
-    }
-    return decoder_->forward(batch, device_kv_);
+TensorView ModelRunner::execute(std::span<const RunnerSequence> sequences) {
+    return executor_->execute(sequences, device_kv_);
 }
 
 }  // namespace taco

@@ -8,42 +8,22 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/workspace.h"
+#include "kernels/exec_context.h"
 #include "io/safetensors.h"
 #include "model/arch_spec.h"
+#include "model/decoder_layer_weights.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache_tensors.h"
 #include "model/model_config.h"
-#include "model/moe_block.h"
 #include "model/rotary_tables.h"
 
 namespace taco {
 
-struct LinearWeights {
-    TensorView weight;  // [out, in] on-disk dtype
-    Tensor bias;        // [out] f32, undefined when the layer has none
-    Tensor storage;     // owns `weight` when it was rearranged at load (Conv1D transposed, fused qkv regrouped)
-    const TensorView* bias_or_null() const { return bias.defined() ? &bias.view() : nullptr; }
-};
-
-struct DecoderLayerWeights {
-    Tensor input_norm;           // [hidden] f32
-    Tensor post_attention_norm;  // [hidden] f32
-    LinearWeights q, k, v,
-        o;  // q: [heads * head_dim, hidden]; k, v: [kv_heads * head_dim, hidden]; o: [hidden, heads * head_dim]
-    LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
-    int sliding_window = 0;        // 0: full attention on this layer
-
-    // Llama-style families (g-llama)
-    Tensor input_norm_bias, post_attention_norm_bias;    // [hidden] f32 when ArchSpec::norm_bias
-    Tensor pre_feedforward_norm, post_feedforward_norm;  // [hidden] f32 when ArchSpec::sandwich_norms
-    Tensor q_norm, k_norm;      // [head_dim] f32; [heads | kv_heads, head_dim] when ArchSpec::qk_norm_per_head
-    bool local_rotary = false;  // a sliding layer of a model with its own local rope (Gemma3)
-
-    // GPT-style families (g-gpt)
-    Tensor q_norm_bias, k_norm_bias;  // [head_dim] f32 when qk_norm with norm_bias (Phi qk_layernorm)
-
-    // MoE
-    std::shared_ptr<const MoeBlock> moe;  // set on sparse layers, which have no dense gate/up/down
+struct DecoderRunOptions {
+    int64_t max_model_len = 0;  // positions a sequence can reach (rotary tables)
+    int64_t head_rows = 256;    // the final norm and lm_head run over at most this many rows at once
+    DType activation_dtype = DType::kF32;
 };
 
 class Decoder {
@@ -58,23 +38,45 @@ public:
     // The most positions a sequence can have: the learned position table's rows, else unlimited (INT64_MAX).
     int64_t max_positions() const;
 
-    // Runs the batch, writing its K/V into `kv`; returns logits [logits_indices.size(), vocab] f32.
-    Tensor forward(const ForwardBatch& batch, KvCacheTensors& kv);
+    // Builds what the forward pass reads but the checkpoint does not hold, once, before any forward pass: rotary
+    // tables for positions [0, max_model_len), the head's chunk of rows, the activation dtype. Calling it again
+    // (another runner on the same weights) keeps the larger tables.
+    void prepare(const DecoderRunOptions& options);
+    // Where LongRoPE's long rows start in the rotary table (ForwardBatch::rotary_offsets).
+    RotaryLayout rotary_layout() const;
+
+    // Runs the batch, writing its K/V into `kv` and the logits of its logits_indices rows into `logits`
+    // ([num_logits, vocab] f32). Every activation comes from `ws` (reset by the caller); nothing is allocated and
+    // no activation is read on the host. With ctx.dry_run, only shapes are checked (workspace sizing).
+    void forward(const ExecContext& ctx, const ForwardBatch& batch, KvCacheTensors& kv, Workspace& ws,
+                 const TensorView& logits) const;
 
 private:
     Decoder() = default;
     Status bind_weights();
-    void attention_block(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
-                         KvCacheTensors& kv, const TensorView& x, const TensorView& out);
-    void mlp_block(const DecoderLayerWeights& layer, const TensorView& x, const TensorView& out);
-    void norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const;
+    // One forward pass: its context, batch, cache and workspace.
+    struct Pass {
+        const ExecContext& ctx;
+        const ForwardBatch& batch;
+        KvCacheTensors& kv;
+        Workspace& ws;
+        DType act;  // activation dtype
+        TensorView alloc(std::initializer_list<int64_t> dims) const { return ws.alloc(dims, act); }
+    };
+    void layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& hidden) const;
+    void attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& x,
+                         const TensorView& out) const;
+    void mlp_block(const Pass& pass, const DecoderLayerWeights& w, const TensorView& x, const TensorView& out) const;
+    void head(const Pass& pass, const TensorView& hidden, const TensorView& logits) const;
+    void norm(const Pass& pass, const TensorView& x, const Tensor& weight, const Tensor& bias,
+              const TensorView& out) const;
     // x: [T, heads, head_dim], in place; bias undefined for none.
-    void qk_norm(const Tensor& weight, const Tensor& bias, const TensorView& x) const;
-    void apply_rotary(const DecoderLayerWeights& layer, const ForwardBatch& batch, const TensorView& x) const;
+    void qk_norm(const Pass& pass, const Tensor& weight, const Tensor& bias, const TensorView& x) const;
+    void apply_rotary(const Pass& pass, const DecoderLayerWeights& w, const TensorView& x) const;
     // GPT-style families (decoder_gpt.cc)
-    void embed_tokens(const ForwardBatch& batch, const TensorView& hidden);  // embedding, project_in, positions
-    void post_norm_layer(const DecoderLayerWeights& layer, int64_t layer_index, const ForwardBatch& batch,
-                         KvCacheTensors& kv, const TensorView& hidden);
+    void embed_tokens(const Pass& pass, const TensorView& hidden) const;  // embedding, project_in, positions
+    void post_norm_layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index,
+                         const TensorView& hidden) const;
     float attention_scale(int64_t layer_index) const;
 
     ModelConfig config_;
@@ -84,17 +86,17 @@ private:
     TensorView lm_head_;                      // [vocab, hidden]
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
-    std::unique_ptr<RotaryTables> rotary_;
+    std::unique_ptr<RotaryTables> rotary_;  // [2 x] max_model_len rows after prepare(); LongRoPE's long rows after
+    DecoderRunOptions run_;                 // as prepare() was last given them
     // Llama-style families (g-llama)
     Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
-    std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
     // GPT-style families (g-gpt)
     TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
     Tensor lm_head_bias_;                     // [vocab] f32
-    std::vector<float> alibi_slopes_;         // [heads], ALiBi only (rounded to bfloat16 when alibi_scaled)
+    Tensor alibi_slopes_;                     // [heads] f32, ALiBi only (rounded to bfloat16 when alibi_scaled)
     // Remote-code families (g-remote)
     Tensor lm_head_normalized_;  // [vocab, hidden] f32, ArchSpec::norm_head only; lm_head_ views it
 };

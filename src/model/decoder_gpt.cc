@@ -14,48 +14,48 @@ int64_t Decoder::max_positions() const {
     return pos_embed_.data != nullptr ? pos_embed_.shape[0] - spec_.position_offset : INT64_MAX;
 }
 
-void Decoder::embed_tokens(const ForwardBatch& batch, const TensorView& hidden) {
-    const int64_t t = batch.num_tokens();
+void Decoder::embed_tokens(const Pass& pass, const TensorView& hidden) const {
+    const int64_t t = pass.batch.num_tokens;
+    const size_t mark = pass.ws.mark();
     if (project_in_.weight.data == nullptr) {
-        ops::embedding(batch.token_ids, embed_, hidden);
+        ops::embedding(pass.ctx, pass.batch.token_ids, embed_, hidden);
     } else {
-        Tensor embedded = Tensor::empty({t, embed_.shape[1]}, DType::kF32);
-        ops::embedding(batch.token_ids, embed_, embedded);
-        ops::matmul(embedded, project_in_.weight, nullptr, hidden);
+        TensorView embedded = pass.alloc({t, embed_.shape[1]});
+        ops::embedding(pass.ctx, pass.batch.token_ids, embed_, embedded);
+        ops::matmul(pass.ctx, embedded, project_in_.weight, nullptr, hidden);
     }
     if (pos_embed_.data != nullptr) {
-        std::vector<int32_t> rows(static_cast<size_t>(t));
-        for (int64_t i = 0; i < t; ++i) {
-            const int64_t row = int64_t(batch.attention.positions[size_t(i)]) + spec_.position_offset;
-            TACO_CHECK_MSG(row >= 0 && row < pos_embed_.shape[0], "position {} is past the {} learned positions of {}",
-                           batch.attention.positions[size_t(i)], max_positions(), spec_.name);
-            rows[size_t(i)] = int32_t(row);
-        }
-        Tensor positions = Tensor::empty({t, config_.hidden_size}, DType::kF32);
-        ops::embedding(rows, pos_embed_, positions);
-        ops::add_inplace(hidden, positions);
+        // Row p of the table view is the learned position p (OPT stores two rows before position 0). Runners cap
+        // max_model_len at max_positions(), so every position has a row (the op checks).
+        const TensorView table = pos_embed_.rows(spec_.position_offset, pos_embed_.shape[0]);
+        TensorView positions = pass.alloc({t, config_.hidden_size});
+        ops::embedding(pass.ctx, pass.batch.positions(), table, positions);
+        ops::add_inplace(pass.ctx, hidden, positions);
     }
     if (embed_norm_.defined()) {
-        Tensor normed = Tensor::empty({t, config_.hidden_size}, DType::kF32);
-        norm(hidden, embed_norm_, embed_norm_bias_, normed);
-        std::copy_n(normed.as<float>(), normed.numel(), hidden.as<float>());
+        TensorView normed = pass.alloc({t, config_.hidden_size});
+        norm(pass, hidden, embed_norm_, embed_norm_bias_, normed);
+        ops::copy(pass.ctx, normed, hidden);
     }
+    pass.ws.release_to(mark);
 }
 
 // OPT with do_layer_norm_before = false: x = norm1(x + attn(x)); x = norm2(x + mlp(x)).
-void Decoder::post_norm_layer(const DecoderLayerWeights& w, int64_t layer_index, const ForwardBatch& batch,
-                              KvCacheTensors& kv, const TensorView& hidden) {
-    const int64_t t = batch.num_tokens(), size = config_.hidden_size;
-    Tensor block_out = Tensor::empty({t, size}, DType::kF32);
-    Tensor normed = Tensor::empty({t, size}, DType::kF32);
-    attention_block(w, layer_index, batch, kv, hidden, block_out);
-    ops::add_inplace(hidden, block_out);
-    norm(hidden, w.input_norm, w.input_norm_bias, normed);
-    std::copy_n(normed.as<float>(), normed.numel(), hidden.as<float>());
-    mlp_block(w, hidden, block_out);
-    ops::add_inplace(hidden, block_out);
-    norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
-    std::copy_n(normed.as<float>(), normed.numel(), hidden.as<float>());
+void Decoder::post_norm_layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index,
+                              const TensorView& hidden) const {
+    const int64_t t = pass.batch.num_tokens, size = config_.hidden_size;
+    const size_t mark = pass.ws.mark();
+    TensorView block_out = pass.alloc({t, size});
+    TensorView normed = pass.alloc({t, size});
+    attention_block(pass, w, layer_index, hidden, block_out);
+    ops::add_inplace(pass.ctx, hidden, block_out);
+    norm(pass, hidden, w.input_norm, w.input_norm_bias, normed);
+    ops::copy(pass.ctx, normed, hidden);
+    mlp_block(pass, w, hidden, block_out);
+    ops::add_inplace(pass.ctx, hidden, block_out);
+    norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+    ops::copy(pass.ctx, normed, hidden);
+    pass.ws.release_to(mark);
 }
 
 float Decoder::attention_scale(int64_t layer_index) const {

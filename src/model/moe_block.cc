@@ -18,14 +18,21 @@ std::string substitute(std::string pattern, const std::string& key, int64_t valu
 
 bool is_weight_dtype(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16; }
 
-// Matrix `index` of a contiguous [count, rows, cols] stack, starting `row_offset` rows into it, as a [rows, cols]
-// view.
-TensorView stacked_matrix(const TensorView& stack, int64_t index, int64_t row_offset, int64_t rows) {
-    const int64_t cols = stack.shape[2];
-    const int64_t first = (index * stack.shape[1] + row_offset) * cols;
-    auto* data = static_cast<uint8_t*>(stack.data) + size_t(first) * dtype_size_bytes(stack.dtype);
-    return TensorView(data, stack.dtype, {rows, cols}, stack.device);
+// Copies per-expert [rows, cols] matrices into expert e's slot of a [E, rows_per_expert, cols] stack, starting
+// `row_offset` rows in.
+Status copy_into_stack(const TensorView& m, const Tensor& stack, int64_t e, int64_t row_offset, const std::string& name) {
+    if (m.dtype != stack.view().dtype)
+        return error("tensor '{}' has dtype {}, the other experts {}", name, dtype_name(m.dtype),
+                     dtype_name(stack.view().dtype));
+    const TensorView s = stack.view();
+    const size_t elem = dtype_size_bytes(s.dtype);
+    auto* dst = static_cast<uint8_t*>(s.data) + size_t((e * s.shape[1] + row_offset) * s.shape[2]) * elem;
+    std::memcpy(dst, m.data, m.nbytes());
+    return Status::ok();
 }
+
+// [E, rows, cols] view of rows [begin, begin + rows) of every expert of a [E, total_rows, cols] stack.
+TensorView expert_rows(const TensorView& stack, int64_t begin, int64_t rows) { return stack.slice(1, begin, begin + rows); }
 
 Result<TensorView> stacked(const MoeWeightSource& source, const std::string& name, int64_t count, int64_t rows,
                            int64_t cols) {
@@ -66,30 +73,33 @@ Result<MoeBlock> MoeBlock::bind(const MoeSpec& spec, int64_t layer, int64_t hidd
     auto expert_tensor = [&](const std::string& pattern, int64_t e) {
         return prefix + "." + substitute(pattern, "{e}", e) + ".weight";
     };
-    block.experts_.resize(size_t(num_experts));
     const std::string stacked_gate_up = prefix + "." + n.stacked_gate_up;
+    TensorView gate_up, down;
     if (source.contains(expert_tensor(n.expert_gate, 0))) {
         for (int64_t e = 0; e < num_experts; ++e) {
-            Expert& x = block.experts_[size_t(e)];
-            TACO_ASSIGN_OR_RETURN(x.gate, source.matrix(expert_tensor(n.expert_gate, e), inter, hidden_size));
-            TACO_ASSIGN_OR_RETURN(x.up, source.matrix(expert_tensor(n.expert_up, e), inter, hidden_size));
-            TACO_ASSIGN_OR_RETURN(x.down, source.matrix(expert_tensor(n.expert_down, e), hidden_size, inter));
+            TACO_ASSIGN_OR_RETURN(TensorView g, source.matrix(expert_tensor(n.expert_gate, e), inter, hidden_size));
+            TACO_ASSIGN_OR_RETURN(TensorView u, source.matrix(expert_tensor(n.expert_up, e), inter, hidden_size));
+            TACO_ASSIGN_OR_RETURN(TensorView d, source.matrix(expert_tensor(n.expert_down, e), hidden_size, inter));
+            if (e == 0) {
+                block.gate_up_storage_ = Tensor::empty({num_experts, 2 * inter, hidden_size}, g.dtype);
+                block.down_storage_ = Tensor::empty({num_experts, hidden_size, inter}, d.dtype);
+            }
+            TACO_RETURN_IF_ERROR(copy_into_stack(g, block.gate_up_storage_, e, 0, expert_tensor(n.expert_gate, e)));
+            TACO_RETURN_IF_ERROR(copy_into_stack(u, block.gate_up_storage_, e, inter, expert_tensor(n.expert_up, e)));
+            TACO_RETURN_IF_ERROR(copy_into_stack(d, block.down_storage_, e, 0, expert_tensor(n.expert_down, e)));
         }
+        gate_up = block.gate_up_storage_.view();
+        down = block.down_storage_.view();
     } else if (source.contains(stacked_gate_up)) {
-        TACO_ASSIGN_OR_RETURN(TensorView gate_up,
-                              stacked(source, stacked_gate_up, num_experts, 2 * inter, hidden_size));
-        TACO_ASSIGN_OR_RETURN(TensorView down,
-                              stacked(source, prefix + "." + n.stacked_down, num_experts, hidden_size, inter));
-        for (int64_t e = 0; e < num_experts; ++e) {
-            Expert& x = block.experts_[size_t(e)];
-            x.gate = stacked_matrix(gate_up, e, 0, inter);
-            x.up = stacked_matrix(gate_up, e, inter, inter);
-            x.down = stacked_matrix(down, e, 0, hidden_size);
-        }
+        TACO_ASSIGN_OR_RETURN(gate_up, stacked(source, stacked_gate_up, num_experts, 2 * inter, hidden_size));
+        TACO_ASSIGN_OR_RETURN(down, stacked(source, prefix + "." + n.stacked_down, num_experts, hidden_size, inter));
     } else {
         return error("layer {}: no expert weights (looked for '{}' and '{}')", layer, expert_tensor(n.expert_gate, 0),
                      stacked_gate_up);
     }
+    block.gate_ = expert_rows(gate_up, 0, inter);
+    block.up_ = expert_rows(gate_up, inter, inter);
+    block.down_ = down;
 
     if (spec.shared_intermediate_size > 0) {
         const int64_t shared = spec.shared_intermediate_size;
@@ -106,77 +116,55 @@ Result<MoeBlock> MoeBlock::bind(const MoeSpec& spec, int64_t layer, int64_t hidd
     return block;
 }
 
-void MoeBlock::run_mlp(const Expert& expert, int64_t intermediate, const TensorView& x, const TensorView& out) const {
-    const int64_t rows = x.shape[0];
-    Tensor gate = Tensor::empty({rows, intermediate}, DType::kF32);
-    Tensor up = Tensor::empty({rows, intermediate}, DType::kF32);
-    ops::matmul(x, expert.gate, nullptr, gate);
-    ops::matmul(x, expert.up, nullptr, up);
-    ops::gated_activation(gate, up, activation_, gate);
-    ops::matmul(gate, expert.down, nullptr, out);
-}
+void MoeBlock::forward(const ExecContext& ctx, Workspace& ws, const TensorView& x, const TensorView& slot_mapping,
+                       const TensorView& out) const {
+    TACO_CHECK(x.ndim == 2 && x.shape[1] == hidden_size_);
+    const int64_t num_tokens = x.shape[0], hidden = hidden_size_, k = spec_.top_k, slots = num_tokens * k;
+    const int64_t num_experts = spec_.num_experts, inter = spec_.intermediate_size;
+    const size_t mark = ws.mark();
 
-void MoeBlock::forward(const TensorView& x, const TensorView& out) const {
-    TACO_CHECK(x.ndim == 2 && x.shape[1] == hidden_size_ && x.dtype == DType::kF32 && x.is_contiguous());
-    TACO_CHECK(out.ndim == 2 && out.shape[0] == x.shape[0] && out.shape[1] == hidden_size_ && out.is_contiguous());
-    const int64_t num_tokens = x.shape[0], hidden = hidden_size_, k = spec_.top_k;
-    const size_t row_bytes = size_t(hidden) * sizeof(float);
+    TensorView logits = ws.alloc({num_tokens, num_experts}, DType::kF32);
+    ops::matmul(ctx, x, router_, nullptr, logits);
+    TensorView ids = ws.alloc({num_tokens, k}, DType::kI32);
+    TensorView weights = ws.alloc({num_tokens, k}, DType::kF32);
+    ops::MoeRouteParams route;
+    route.routing = spec_.routing;
+    route.top_k = int(k);
+    route.renormalize = spec_.renormalize;
+    route.sparsemixer_eps = spec_.sparsemixer_eps;
+    ops::moe_route(ctx, logits, slot_mapping, route, ids, weights);
 
-    Tensor logits = Tensor::empty({num_tokens, spec_.num_experts}, DType::kF32);
-    ops::matmul(x, router_, nullptr, logits);
-    const std::vector<ExpertChoice> choices = route_tokens(logits, spec_);
+    TensorView sorted = ws.alloc({slots}, DType::kI32);
+    TensorView slot_rows = ws.alloc({slots}, DType::kI32);
+    TensorView offsets = ws.alloc({num_experts + 1}, DType::kI32);
+    ops::moe_align(ctx, ids, int(num_experts), sorted, slot_rows, offsets);
 
-    // Grouped GEMM: the (token, rank) slots of each expert, in token order, run as one matmul per expert.
-    std::vector<std::vector<int64_t>> slots_of(experts_.size());
-    for (size_t slot = 0; slot < choices.size(); ++slot)
-        slots_of[size_t(choices[slot].expert)].push_back(int64_t(slot));
-    Tensor expert_out = Tensor::empty({num_tokens * k, hidden}, DType::kF32);  // row t * k + r: unweighted output
-    for (size_t e = 0; e < experts_.size(); ++e) {
-        const auto& slots = slots_of[e];
-        if (slots.empty()) continue;
-        const int64_t rows = int64_t(slots.size());
-        Tensor gathered = Tensor::empty({rows, hidden}, DType::kF32);
-        Tensor result = Tensor::empty({rows, hidden}, DType::kF32);
-        for (int64_t i = 0; i < rows; ++i)
-            std::memcpy(gathered.view().row<float>(i), x.row<float>(slots[size_t(i)] / k), row_bytes);
-        run_mlp(experts_[e], spec_.intermediate_size, gathered, result);
-        for (int64_t i = 0; i < rows; ++i)
-            std::memcpy(expert_out.view().row<float>(slots[size_t(i)]), result.view().row<float>(i), row_bytes);
-    }
-
-    // Each token's sum in ascending expert id: independent of the batch's grouping.
-    std::vector<int64_t> ranks(static_cast<size_t>(k));
-    for (int64_t t = 0; t < num_tokens; ++t) {
-        const ExpertChoice* mine = choices.data() + t * k;
-        for (int64_t r = 0; r < k; ++r) ranks[size_t(r)] = r;
-        std::sort(ranks.begin(), ranks.end(), [&](int64_t a, int64_t b) { return mine[a].expert < mine[b].expert; });
-        float* o = out.row<float>(t);
-        std::fill(o, o + hidden, 0.0f);
-        for (int64_t r : ranks) {
-            const float w = mine[r].weight;
-            const float* y = expert_out.view().row<float>(t * k + r);
-            for (int64_t h = 0; h < hidden; ++h) {
-                const float weighted = w * y[h];
-                o[h] += weighted;
-            }
-        }
-    }
+    // Grouped GEMM over the rows in expert order: every row is computed on its own, so grouping changes no bit.
+    TensorView rows = ws.alloc({slots, hidden}, x.dtype);
+    ops::moe_gather(ctx, x, sorted, offsets, int(k), rows);
+    TensorView gate = ws.alloc({slots, inter}, x.dtype);
+    TensorView up = ws.alloc({slots, inter}, x.dtype);
+    ops::grouped_matmul(ctx, rows, gate_, offsets, gate);
+    ops::grouped_matmul(ctx, rows, up_, offsets, up);
+    ops::gated_activation(ctx, gate, up, activation_, gate);
+    TensorView expert_out = ws.alloc({slots, hidden}, x.dtype);
+    ops::grouped_matmul(ctx, gate, down_, offsets, expert_out);
+    ops::moe_combine(ctx, expert_out, slot_rows, ids, weights, out);
 
     if (has_shared_) {
-        Tensor shared = Tensor::empty({num_tokens, hidden}, DType::kF32);
-        Tensor gate = Tensor::empty({num_tokens, 1}, DType::kF32);
-        run_mlp(shared_, spec_.shared_intermediate_size, x, shared);
-        ops::matmul(x, shared_gate_, nullptr, gate);
-        for (int64_t t = 0; t < num_tokens; ++t) {
-            const float scale = 1.0f / (1.0f + std::exp(-gate.as<float>()[t]));
-            const float* s = shared.view().row<float>(t);
-            float* o = out.row<float>(t);
-            for (int64_t h = 0; h < hidden; ++h) {
-                const float scaled = scale * s[h];
-                o[h] += scaled;
-            }
-        }
+        const int64_t shared_inter = spec_.shared_intermediate_size;
+        TensorView sg = ws.alloc({num_tokens, shared_inter}, x.dtype);
+        TensorView su = ws.alloc({num_tokens, shared_inter}, x.dtype);
+        ops::matmul(ctx, x, shared_.gate, nullptr, sg);
+        ops::matmul(ctx, x, shared_.up, nullptr, su);
+        ops::gated_activation(ctx, sg, su, activation_, sg);
+        TensorView shared = ws.alloc({num_tokens, hidden}, x.dtype);
+        ops::matmul(ctx, sg, shared_.down, nullptr, shared);
+        TensorView shared_gate = ws.alloc({num_tokens, 1}, x.dtype);
+        ops::matmul(ctx, x, shared_gate_, nullptr, shared_gate);
+        ops::add_sigmoid_gated(ctx, shared, shared_gate, out);
     }
+    ws.release_to(mark);
 }
 
 }  // namespace taco

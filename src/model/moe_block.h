@@ -1,7 +1,8 @@
-// MoeBlock: the mixture-of-experts MLP of one sparse decoder layer. forward() routes every token (moe_routing.h),
-// groups the batch's tokens by expert and runs each expert's gate/up/down as ops::matmul over its rows (a
-// grouped GEMM), then sums each token's experts in ascending expert id (the order transformers adds them in),
-// plus the shared expert scaled by sigmoid(shared gate) when the family has one.
+// MoeBlock: the mixture-of-experts MLP of one sparse decoder layer, as ops with no host reads: route every token
+// (ops::moe_route), sort the (token, rank) slots by expert (ops::moe_align), gather the rows in expert order, run
+// gate/up/down as grouped GEMMs over the stacked expert weights, then sum each token's experts in ascending expert
+// id (the order transformers adds them in, ops::moe_combine), plus the shared expert scaled by sigmoid(shared
+// gate) when the family has one. Padding tokens (slot -1) route nowhere.
 //
 // Batch invariance: a token's routing reads its own logits only; ops::matmul computes each output row on its own
 // in a fixed order; the sum over a token's experts has a fixed order. So a token's output does not depend on which
@@ -14,6 +15,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/workspace.h"
 #include "kernels/ops.h"
 #include "model/moe_spec.h"
 
@@ -35,23 +37,27 @@ public:
     static Result<MoeBlock> bind(const MoeSpec& spec, int64_t layer, int64_t hidden_size, ops::Activation activation,
                                  const MoeWeightSource& source);
 
-    // x, out: [T, hidden] f32.
-    void forward(const TensorView& x, const TensorView& out) const;
+    // x, out: [T, hidden] act; slot_mapping: [T] i64 (padding rows are < 0) or undefined. Temporaries from `ws`.
+    void forward(const ExecContext& ctx, Workspace& ws, const TensorView& x, const TensorView& slot_mapping,
+                 const TensorView& out) const;
 
 private:
-    struct Expert {
-        TensorView gate, up;  // [intermediate, hidden]
-        TensorView down;      // [hidden, intermediate]
+    struct SharedExpert {
+        TensorView gate, up;  // [shared_intermediate, hidden]
+        TensorView down;      // [hidden, shared_intermediate]
     };
-    void run_mlp(const Expert& expert, int64_t intermediate, const TensorView& x, const TensorView& out) const;
 
     MoeSpec spec_;  // sizes and routing; names unused after bind
     int64_t hidden_size_ = 0;
     ops::Activation activation_ = ops::Activation::kSilu;
     TensorView router_;  // [num_experts, hidden]
-    std::vector<Expert> experts_;
+    // Stacked expert weights in the checkpoint dtype: views of the checkpoint's stacked tensors, or copies of its
+    // per-expert tensors (gate_up_storage_, down_storage_).
+    TensorView gate_, up_;  // [E, intermediate, hidden] (expert stride 2 * intermediate * hidden)
+    TensorView down_;       // [E, hidden, intermediate]
+    Tensor gate_up_storage_, down_storage_;
     bool has_shared_ = false;
-    Expert shared_;
+    SharedExpert shared_;
     TensorView shared_gate_;  // [1, hidden]
 };
 

@@ -1,5 +1,6 @@
-// Top-k expert routing of a mixture-of-experts layer: router logits -> (expert, weight) per token and rank.
-// Each token is routed from its own logits alone, so routing is batch-invariant by construction.
+// Top-k expert routing of a mixture-of-experts layer: router logits -> (expert, weight) per token and rank, on the
+// host (ops::moe_route does the work; this is its convenience form for tests and tools). Each token is routed
+// from its own logits alone, so routing is batch-invariant by construction.
 #pragma once
 
 #include <cstdint>

@@ -8,14 +8,12 @@
 #include <vector>
 
 #include "core/status.h"
+#include "kernels/ops.h"
 #include "model/model_config.h"
 
 namespace taco {
 
-enum class MoeRouting {
-    kSoftmaxTopK,  // softmax over all router logits, keep the k largest (Mixtral, Qwen MoE); optionally renormalised
-    kSparseMixer,  // PhiMoE's sparsemixer at inference: two rounds of masked softmax around the running maximum
-};
+using ops::MoeRouting;  // kernels/ops.h: kSoftmaxTopK (Mixtral, Qwen MoE), kSparseMixer (PhiMoE)
 
 // Checkpoint names relative to a block prefix. "{}" stands for the layer index, "{e}" for the expert index.
 // Checkpoints come in two layouts: one [out, in] tensor per expert and projection (every published checkpoint),
