@@ -10,8 +10,8 @@ namespace taco {
 
 // Norm weights hold the stored offset already (WeightBinder::norm).
 void Decoder::norm(const TensorView& x, const Tensor& weight, const Tensor& bias, const TensorView& out) const {
-    const float eps = float(spec_.norm_eps.value_or(config_.rms_norm_eps));
-    switch (spec_.norm) {
+    const float eps = float(spec_.norm.eps.value_or(config_.rms_norm_eps));
+    switch (spec_.norm.kind) {
         case NormKind::kRmsNorm: ops::rms_norm(x, weight, eps, 0.0f, out); return;
         case NormKind::kLayerNorm:
             ops::layer_norm(x, weight, bias.defined() ? &bias.view() : nullptr, eps, out);
@@ -20,14 +20,14 @@ void Decoder::norm(const TensorView& x, const Tensor& weight, const Tensor& bias
 }
 
 void Decoder::qk_norm(const Tensor& weight, const Tensor& bias, const TensorView& x) const {
-    const float eps = float(spec_.norm_eps.value_or(config_.rms_norm_eps));
-    if (spec_.qk_norm_per_head) {
-        TACO_CHECK(spec_.norm == NormKind::kLayerNorm);  // StableLM's LayerNorm per head, no bias
+    const float eps = float(spec_.norm.eps.value_or(config_.rms_norm_eps));
+    if (spec_.attention.qk_norm_per_head) {
+        TACO_CHECK(spec_.norm.kind == NormKind::kLayerNorm);  // StableLM's LayerNorm per head, no bias
         ops::per_head_layer_norm(x, weight, nullptr, eps);
         return;
     }
     TensorView rows(x.data, DType::kF32, {x.shape[0] * x.shape[1], x.shape[2]});
-    switch (spec_.norm) {
+    switch (spec_.norm.kind) {
         case NormKind::kRmsNorm: ops::rms_norm(rows, weight, eps, 0.0f, rows); return;
         case NormKind::kLayerNorm:
             ops::layer_norm(rows, weight, bias.defined() ? &bias.view() : nullptr, eps, rows);
@@ -43,7 +43,7 @@ void Decoder::apply_rotary(const DecoderLayerWeights& w, const ForwardBatch& bat
     const auto& positions = batch.attention.positions;
     if (rotary_long_ == nullptr || w.local_rotary) {
         ops::rotary_embedding(x, positions, table.cos_table(), table.sin_table(), table.rotary_dim(),
-                              spec_.neox_rotary);
+                              spec_.attention.neox_rotary);
         return;
     }
     const int64_t threshold = rotary_->frequencies().long_rope_threshold;
@@ -61,7 +61,7 @@ void Decoder::apply_rotary(const DecoderLayerWeights& w, const ForwardBatch& bat
         TensorView part(x.as<float>() + begin * row, DType::kF32, {end - begin, x.shape[1], x.shape[2]});
         std::vector<int32_t> part_positions(positions.begin() + begin, positions.begin() + end);
         ops::rotary_embedding(part, part_positions, chosen.cos_table(), chosen.sin_table(), chosen.rotary_dim(),
-                              spec_.neox_rotary);
+                              spec_.attention.neox_rotary);
     }
 }
 
@@ -78,11 +78,11 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     TensorView q3(q.as<float>(), DType::kF32, {t, c.num_attention_heads, c.head_dim});
     TensorView k3(k.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
     TensorView v3(v.as<float>(), DType::kF32, {t, c.num_key_value_heads, c.head_dim});
-    if (spec_.qk_norm) {
+    if (spec_.attention.qk_norm) {
         qk_norm(w.q_norm, w.q_norm_bias, q3);
         qk_norm(w.k_norm, w.k_norm_bias, k3);
     }
-    if (spec_.positions == PositionEncoding::kRotary) {
+    if (spec_.attention.positions == PositionEncoding::kRotary) {
         apply_rotary(w, batch, q3);
         apply_rotary(w, batch, k3);
     }
@@ -91,9 +91,9 @@ void Decoder::attention_block(const DecoderLayerWeights& w, int64_t layer_index,
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
     if (!alibi_slopes_.empty()) params.alibi_slopes = alibi_slopes_.data();
-    params.alibi_bf16_key_positions = spec_.alibi_scaled;
+    params.alibi_bf16_key_positions = spec_.attention.alibi_scaled;
     params.sliding_window = w.sliding_window;
-    params.logit_softcap = spec_.attn_logit_softcap;
+    params.logit_softcap = spec_.attention.logit_softcap;
     ops::paged_attention(q3, kv.k[size_t(layer_index)], kv.v[size_t(layer_index)], batch.attention, params, attn);
     TensorView attn2(attn.as<float>(), DType::kF32, {t, c.num_attention_heads * c.head_dim});
     ops::matmul(attn2, w.o.weight, w.o.bias_or_null(), out);
@@ -103,16 +103,16 @@ void Decoder::mlp_block(const DecoderLayerWeights& w, const TensorView& x, const
     if (w.moe) return w.moe->forward(x, out);
     const int64_t t = x.shape[0];
     Tensor up = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
-    if (!spec_.gated_mlp) {
+    if (!spec_.mlp.gated) {
         ops::matmul(x, w.up.weight, w.up.bias_or_null(), up);
-        ops::activation_inplace(up, spec_.activation);
+        ops::activation_inplace(up, spec_.mlp.activation);
         ops::matmul(up, w.down.weight, w.down.bias_or_null(), out);
         return;
     }
     Tensor gate = Tensor::empty({t, config_.intermediate_size}, DType::kF32);
     ops::matmul(x, w.gate.weight, w.gate.bias_or_null(), gate);
     ops::matmul(x, w.up.weight, w.up.bias_or_null(), up);
-    ops::gated_activation(gate, up, spec_.activation, gate);
+    ops::gated_activation(gate, up, spec_.mlp.activation, gate);
     ops::matmul(gate, w.down.weight, w.down.bias_or_null(), out);
 }
 
@@ -134,37 +134,49 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
     Tensor block_out = Tensor::empty({t, c.hidden_size}, DType::kF32);
     embed_tokens(batch, hidden);
     // transformers multiplies by torch.tensor(hidden_size ** 0.5) in the activations' dtype: fp32 here.
-    if (spec_.scale_embeddings) ops::scale_inplace(hidden, float(std::sqrt(double(c.hidden_size))));
-    Tensor sandwich = spec_.sandwich_norms ? Tensor::empty({t, c.hidden_size}, DType::kF32) : Tensor();
+    if (spec_.embedding.scale) ops::scale_inplace(hidden, float(std::sqrt(double(c.hidden_size))));
+    Tensor sandwich =
+        spec_.residual == ResidualLayout::kSandwich ? Tensor::empty({t, c.hidden_size}, DType::kF32) : Tensor();
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
         const DecoderLayerWeights& w = layers_[size_t(l)];
-        if (spec_.post_norm) {
-            post_norm_layer(w, l, batch, kv, hidden);
-            continue;
+        // Pre-norm layouts: block_out = attn(input_norm(x)), normed = input_norm(x).
+        auto pre_norm_attention = [&] {
+            norm(hidden, w.input_norm, w.input_norm_bias, normed);
+            attention_block(w, l, batch, kv, normed, block_out);
+        };
+        switch (spec_.residual) {
+            case ResidualLayout::kSequential:
+                pre_norm_attention();
+                ops::add_inplace(hidden, block_out);
+                norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+                mlp_block(w, normed, block_out);
+                ops::add_inplace(hidden, block_out);
+                break;
+            case ResidualLayout::kSandwich:
+                pre_norm_attention();
+                norm(block_out, w.post_attention_norm, w.post_attention_norm_bias, sandwich);
+                ops::add_inplace(hidden, sandwich);
+                norm(hidden, w.pre_feedforward_norm, Tensor(), normed);
+                mlp_block(w, normed, block_out);
+                norm(block_out, w.post_feedforward_norm, Tensor(), sandwich);
+                ops::add_inplace(hidden, sandwich);
+                break;
+            case ResidualLayout::kParallelSharedNorm:
+                pre_norm_attention();
+                ops::add_inplace(hidden, block_out);
+                mlp_block(w, normed, block_out);
+                ops::add_inplace(hidden, block_out);
+                break;
+            case ResidualLayout::kParallelOwnNorms:
+                pre_norm_attention();
+                // The MLP's own norm reads x before the attention output joins it.
+                norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+                ops::add_inplace(hidden, block_out);
+                mlp_block(w, normed, block_out);
+                ops::add_inplace(hidden, block_out);
+                break;
+            case ResidualLayout::kPostNorm: post_norm_layer(w, l, batch, kv, hidden); break;
         }
-        norm(hidden, w.input_norm, w.input_norm_bias, normed);
-        attention_block(w, l, batch, kv, normed, block_out);
-        if (spec_.parallel_residual) {
-            // The MLP's own norm reads x before the attention output joins it.
-            if (spec_.parallel_mlp_norm) norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
-            ops::add_inplace(hidden, block_out);
-            mlp_block(w, normed, block_out);
-            ops::add_inplace(hidden, block_out);
-            continue;
-        }
-        if (spec_.sandwich_norms) {
-            norm(block_out, w.post_attention_norm, w.post_attention_norm_bias, sandwich);
-            ops::add_inplace(hidden, sandwich);
-            norm(hidden, w.pre_feedforward_norm, Tensor(), normed);
-            mlp_block(w, normed, block_out);
-            norm(block_out, w.post_feedforward_norm, Tensor(), sandwich);
-            ops::add_inplace(hidden, sandwich);
-            continue;
-        }
-        ops::add_inplace(hidden, block_out);
-        norm(hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
-        mlp_block(w, normed, block_out);
-        ops::add_inplace(hidden, block_out);
     }
     // Only the rows that need logits go through the final norm and the head (norms are per row).
     const int64_t num_logits = int64_t(batch.logits_indices.size());
@@ -187,7 +199,7 @@ Tensor Decoder::forward(const ForwardBatch& batch, KvCacheTensors& kv) {
     }
     Tensor logits = Tensor::empty({num_logits, c.vocab_size}, DType::kF32);
     ops::matmul(selected_normed, lm_head_, lm_head_bias_.defined() ? &lm_head_bias_.view() : nullptr, logits);
-    if (spec_.final_logit_softcap > 0) ops::softcap_inplace(logits, spec_.final_logit_softcap);
+    if (spec_.head.final_logit_softcap > 0) ops::softcap_inplace(logits, spec_.head.final_logit_softcap);
     return logits;
 }
 

@@ -58,7 +58,7 @@ private:
     std::vector<DecoderLayerWeights> layers_;
     std::unique_ptr<RotaryTables> rotary_;
     // Llama-style families (g-llama)
-    Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
+    Tensor final_norm_bias_;                      // [hidden] f32 when NormSpec::bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
     std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
     // GPT-style families (g-gpt)
@@ -68,7 +68,7 @@ private:
     Tensor lm_head_bias_;                     // [vocab] f32
     std::vector<float> alibi_slopes_;         // [heads], ALiBi only (rounded to bfloat16 when alibi_scaled)
     // Remote-code families (g-remote)
-    Tensor lm_head_normalized_;  // [vocab, hidden] f32, ArchSpec::norm_head only; lm_head_ views it
+    Tensor lm_head_normalized_;  // [vocab, hidden] f32, HeadSpec::norm_head only; lm_head_ views it
 };
 
 }  // namespace taco

@@ -11,7 +11,7 @@
 namespace taco {
 
 int64_t Decoder::max_positions() const {
-    return pos_embed_.data != nullptr ? pos_embed_.shape[0] - spec_.position_offset : INT64_MAX;
+    return pos_embed_.data != nullptr ? pos_embed_.shape[0] - spec_.embedding.position_offset : INT64_MAX;
 }
 
 void Decoder::embed_tokens(const ForwardBatch& batch, const TensorView& hidden) {
@@ -26,7 +26,7 @@ void Decoder::embed_tokens(const ForwardBatch& batch, const TensorView& hidden) 
     if (pos_embed_.data != nullptr) {
         std::vector<int32_t> rows(static_cast<size_t>(t));
         for (int64_t i = 0; i < t; ++i) {
-            const int64_t row = int64_t(batch.attention.positions[size_t(i)]) + spec_.position_offset;
+            const int64_t row = int64_t(batch.attention.positions[size_t(i)]) + spec_.embedding.position_offset;
             TACO_CHECK_MSG(row >= 0 && row < pos_embed_.shape[0], "position {} is past the {} learned positions of {}",
                            batch.attention.positions[size_t(i)], max_positions(), spec_.name);
             rows[size_t(i)] = int32_t(row);
@@ -60,8 +60,8 @@ void Decoder::post_norm_layer(const DecoderLayerWeights& w, int64_t layer_index,
 
 float Decoder::attention_scale(int64_t layer_index) const {
     double scale =
-        spec_.attention_scale > 0 ? double(spec_.attention_scale) : 1.0 / std::sqrt(double(config_.head_dim));
-    if (spec_.scale_attn_by_inverse_layer_idx) scale /= double(layer_index + 1);
+        spec_.attention.scale > 0 ? double(spec_.attention.scale) : 1.0 / std::sqrt(double(config_.head_dim));
+    if (spec_.attention.scale_by_inverse_layer_idx) scale /= double(layer_index + 1);
     return float(scale);
 }
 
