@@ -13,7 +13,7 @@ void Decoder::prepare(const DecoderRunOptions& options) {
     TACO_CHECK_GT(options.max_model_len, 0);
     TACO_CHECK_GT(options.head_rows, 0);
     const int64_t positions = std::max(options.max_model_len, run_.max_model_len);
-    const bool rotary = spec_.positions == PositionEncoding::kRotary;
+    const bool rotary = spec_.attention.positions == PositionEncoding::kRotary;
     if (rotary && (rotary_ == nullptr || rotary_->num_positions() < positions)) {
         rotary_ = std::make_unique<RotaryTables>(config_, positions);
         if (config_.rope_local) {
@@ -34,8 +34,8 @@ RotaryLayout Decoder::rotary_layout() const {
 // Norm weights hold the stored offset already (WeightBinder::norm).
 void Decoder::norm(const Pass& pass, const TensorView& x, const Tensor& weight, const Tensor& bias,
                    const TensorView& out) const {
-    const float eps = float(spec_.norm_eps.value_or(config_.rms_norm_eps));
-    switch (spec_.norm) {
+    const float eps = float(spec_.norm.eps.value_or(config_.rms_norm_eps));
+    switch (spec_.norm.kind) {
         case NormKind::kRmsNorm: ops::rms_norm(pass.ctx, x, weight, eps, 0.0f, out); return;
         case NormKind::kLayerNorm:
             ops::layer_norm(pass.ctx, x, weight, bias.defined() ? &bias.view() : nullptr, eps, out);
@@ -44,14 +44,14 @@ void Decoder::norm(const Pass& pass, const TensorView& x, const Tensor& weight, 
 }
 
 void Decoder::qk_norm(const Pass& pass, const Tensor& weight, const Tensor& bias, const TensorView& x) const {
-    const float eps = float(spec_.norm_eps.value_or(config_.rms_norm_eps));
-    if (spec_.qk_norm_per_head) {
-        TACO_CHECK(spec_.norm == NormKind::kLayerNorm);  // StableLM's LayerNorm per head, no bias
+    const float eps = float(spec_.norm.eps.value_or(config_.rms_norm_eps));
+    if (spec_.attention.qk_norm_per_head) {
+        TACO_CHECK(spec_.norm.kind == NormKind::kLayerNorm);  // StableLM's LayerNorm per head, no bias
         ops::per_head_layer_norm(pass.ctx, x, weight, nullptr, eps);
         return;
     }
     const TensorView rows = x.reshape({x.shape[0] * x.shape[1], x.shape[2]});
-    switch (spec_.norm) {
+    switch (spec_.norm.kind) {
         case NormKind::kRmsNorm: ops::rms_norm(pass.ctx, rows, weight, eps, 0.0f, rows); return;
         case NormKind::kLayerNorm:
             ops::layer_norm(pass.ctx, rows, weight, bias.defined() ? &bias.view() : nullptr, eps, rows);
@@ -66,7 +66,7 @@ void Decoder::apply_rotary(const Pass& pass, const DecoderLayerWeights& w, const
     const RotaryTables& table = w.local_rotary ? *rotary_local_ : *rotary_;
     const bool long_rope = !w.local_rotary && table.layout().long_rope_threshold > 0;
     ops::rotary_embedding(pass.ctx, x, pass.batch.positions(), long_rope ? pass.batch.rotary_offsets : TensorView(),
-                          table.cos_table(), table.sin_table(), table.rotary_dim(), spec_.neox_rotary);
+                          table.cos_table(), table.sin_table(), table.rotary_dim(), spec_.attention.neox_rotary);
 }
 
 void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index,
@@ -80,11 +80,11 @@ void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, in
     ops::matmul(pass.ctx, x, w.q.weight, w.q.bias_or_null(), q.reshape({t, -1}));
     ops::matmul(pass.ctx, x, w.k.weight, w.k.bias_or_null(), k.reshape({t, -1}));
     ops::matmul(pass.ctx, x, w.v.weight, w.v.bias_or_null(), v.reshape({t, -1}));
-    if (spec_.qk_norm) {
+    if (spec_.attention.qk_norm) {
         qk_norm(pass, w.q_norm, w.q_norm_bias, q);
         qk_norm(pass, w.k_norm, w.k_norm_bias, k);
     }
-    if (spec_.positions == PositionEncoding::kRotary) {
+    if (spec_.attention.positions == PositionEncoding::kRotary) {
         apply_rotary(pass, w, q);
         apply_rotary(pass, w, k);
     }
@@ -95,9 +95,9 @@ void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, in
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
     if (alibi_slopes_.defined()) params.alibi_slopes = alibi_slopes_.view();
-    params.alibi_bf16_key_positions = spec_.alibi_scaled;
+    params.alibi_bf16_key_positions = spec_.attention.alibi_scaled;
     params.sliding_window = w.sliding_window;
-    params.logit_softcap = spec_.attn_logit_softcap;
+    params.logit_softcap = spec_.attention.logit_softcap;
     ops::paged_attention(pass.ctx, q, k_cache, v_cache, pass.batch.attention, params, attn);
     ops::matmul(pass.ctx, attn.reshape({t, -1}), w.o.weight, w.o.bias_or_null(), out);
     pass.ws.release_to(mark);
@@ -109,48 +109,59 @@ void Decoder::mlp_block(const Pass& pass, const DecoderLayerWeights& w, const Te
     const int64_t t = x.shape[0];
     const size_t mark = pass.ws.mark();
     TensorView up = pass.alloc({t, config_.intermediate_size});
-    if (!spec_.gated_mlp) {
+    if (!spec_.mlp.gated) {
         ops::matmul(pass.ctx, x, w.up.weight, w.up.bias_or_null(), up);
-        ops::activation_inplace(pass.ctx, up, spec_.activation);
+        ops::activation_inplace(pass.ctx, up, spec_.mlp.activation);
         ops::matmul(pass.ctx, up, w.down.weight, w.down.bias_or_null(), out);
     } else {
         TensorView gate = pass.alloc({t, config_.intermediate_size});
         ops::matmul(pass.ctx, x, w.gate.weight, w.gate.bias_or_null(), gate);
         ops::matmul(pass.ctx, x, w.up.weight, w.up.bias_or_null(), up);
-        ops::gated_activation(pass.ctx, gate, up, spec_.activation, gate);
+        ops::gated_activation(pass.ctx, gate, up, spec_.mlp.activation, gate);
         ops::matmul(pass.ctx, gate, w.down.weight, w.down.bias_or_null(), out);
     }
     pass.ws.release_to(mark);
 }
 
-// One pre-norm layer (post-norm layers: decoder_gpt.cc). hidden is the residual stream, updated in place.
+// One layer: attention and MLP joined to the residual stream `hidden` (updated in place) as spec_.residual says.
 void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, const TensorView& hidden) const {
-    if (spec_.post_norm) return post_norm_layer(pass, w, l, hidden);
+    if (spec_.residual == ResidualLayout::kPostNorm) return post_norm_layer(pass, w, l, hidden);
     const int64_t t = pass.batch.num_tokens, size = config_.hidden_size;
     const size_t mark = pass.ws.mark();
     TensorView normed = pass.alloc({t, size});
     TensorView block_out = pass.alloc({t, size});
     norm(pass, hidden, w.input_norm, w.input_norm_bias, normed);
     attention_block(pass, w, l, normed, block_out);
-    if (spec_.parallel_residual) {
-        // The MLP's own norm reads x before the attention output joins it.
-        if (spec_.parallel_mlp_norm) norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
-        ops::add_inplace(pass.ctx, hidden, block_out);
-        mlp_block(pass, w, normed, block_out);
-        ops::add_inplace(pass.ctx, hidden, block_out);
-    } else if (spec_.sandwich_norms) {
-        TensorView sandwich = pass.alloc({t, size});
-        norm(pass, block_out, w.post_attention_norm, w.post_attention_norm_bias, sandwich);
-        ops::add_inplace(pass.ctx, hidden, sandwich);
-        norm(pass, hidden, w.pre_feedforward_norm, Tensor(), normed);
-        mlp_block(pass, w, normed, block_out);
-        norm(pass, block_out, w.post_feedforward_norm, Tensor(), sandwich);
-        ops::add_inplace(pass.ctx, hidden, sandwich);
-    } else {
-        ops::add_inplace(pass.ctx, hidden, block_out);
-        norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
-        mlp_block(pass, w, normed, block_out);
-        ops::add_inplace(pass.ctx, hidden, block_out);
+    switch (spec_.residual) {
+        case ResidualLayout::kSequential:
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+            mlp_block(pass, w, normed, block_out);
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            break;
+        case ResidualLayout::kSandwich: {
+            TensorView sandwich = pass.alloc({t, size});
+            norm(pass, block_out, w.post_attention_norm, w.post_attention_norm_bias, sandwich);
+            ops::add_inplace(pass.ctx, hidden, sandwich);
+            norm(pass, hidden, w.pre_feedforward_norm, Tensor(), normed);
+            mlp_block(pass, w, normed, block_out);
+            norm(pass, block_out, w.post_feedforward_norm, Tensor(), sandwich);
+            ops::add_inplace(pass.ctx, hidden, sandwich);
+            break;
+        }
+        case ResidualLayout::kParallelSharedNorm:
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            mlp_block(pass, w, normed, block_out);
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            break;
+        case ResidualLayout::kParallelOwnNorms:
+            // The MLP's own norm reads x before the attention output joins it.
+            norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            mlp_block(pass, w, normed, block_out);
+            ops::add_inplace(pass.ctx, hidden, block_out);
+            break;
+        case ResidualLayout::kPostNorm: break;  // handled above
     }
     pass.ws.release_to(mark);
 }
@@ -179,7 +190,7 @@ void Decoder::head(const Pass& pass, const TensorView& hidden, const TensorView&
         }
         const TensorView out = logits.rows(begin, end);
         ops::matmul(pass.ctx, x, lm_head_, lm_head_bias_.defined() ? &lm_head_bias_.view() : nullptr, out);
-        if (spec_.final_logit_softcap > 0) ops::softcap_inplace(pass.ctx, out, spec_.final_logit_softcap);
+        if (spec_.head.final_logit_softcap > 0) ops::softcap_inplace(pass.ctx, out, spec_.head.final_logit_softcap);
         pass.ws.release_to(mark);
     }
 }
@@ -194,7 +205,7 @@ void Decoder::forward(const ExecContext& ctx, const ForwardBatch& batch, KvCache
     TensorView hidden = pass.alloc({batch.num_tokens, c.hidden_size});  // the residual stream
     embed_tokens(pass, hidden);
     // transformers multiplies by torch.tensor(hidden_size ** 0.5) in the activations' dtype: fp32 here.
-    if (spec_.scale_embeddings) ops::scale_inplace(ctx, hidden, float(std::sqrt(double(c.hidden_size))));
+    if (spec_.embedding.scale) ops::scale_inplace(ctx, hidden, float(std::sqrt(double(c.hidden_size))));
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, hidden);
     head(pass, hidden, logits);
 }

@@ -89,7 +89,7 @@ private:
     std::unique_ptr<RotaryTables> rotary_;  // [2 x] max_model_len rows after prepare(); LongRoPE's long rows after
     DecoderRunOptions run_;                 // as prepare() was last given them
     // Llama-style families (g-llama)
-    Tensor final_norm_bias_;                      // [hidden] f32 when ArchSpec::norm_bias
+    Tensor final_norm_bias_;                      // [hidden] f32 when NormSpec::bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
     // GPT-style families (g-gpt)
     TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only

@@ -11,7 +11,7 @@
 namespace taco {
 
 int64_t Decoder::max_positions() const {
-    return pos_embed_.data != nullptr ? pos_embed_.shape[0] - spec_.position_offset : INT64_MAX;
+    return pos_embed_.data != nullptr ? pos_embed_.shape[0] - spec_.embedding.position_offset : INT64_MAX;
 }
 
 void Decoder::embed_tokens(const Pass& pass, const TensorView& hidden) const {
@@ -27,7 +27,7 @@ void Decoder::embed_tokens(const Pass& pass, const TensorView& hidden) const {
     if (pos_embed_.data != nullptr) {
         // Row p of the table view is the learned position p (OPT stores two rows before position 0). Runners cap
         // max_model_len at max_positions(), so every position has a row (the op checks).
-        const TensorView table = pos_embed_.rows(spec_.position_offset, pos_embed_.shape[0]);
+        const TensorView table = pos_embed_.rows(spec_.embedding.position_offset, pos_embed_.shape[0]);
         TensorView positions = pass.alloc({t, config_.hidden_size});
         ops::embedding(pass.ctx, pass.batch.positions(), table, positions);
         ops::add_inplace(pass.ctx, hidden, positions);
@@ -60,8 +60,8 @@ void Decoder::post_norm_layer(const Pass& pass, const DecoderLayerWeights& w, in
 
 float Decoder::attention_scale(int64_t layer_index) const {
     double scale =
-        spec_.attention_scale > 0 ? double(spec_.attention_scale) : 1.0 / std::sqrt(double(config_.head_dim));
-    if (spec_.scale_attn_by_inverse_layer_idx) scale /= double(layer_index + 1);
+        spec_.attention.scale > 0 ? double(spec_.attention.scale) : 1.0 / std::sqrt(double(config_.head_dim));
+    if (spec_.attention.scale_by_inverse_layer_idx) scale /= double(layer_index + 1);
     return float(scale);
 }
 

@@ -32,29 +32,30 @@ Status Decoder::bind_weights() {
     WeightBinder binder(*checkpoint_, spec_);
     const int64_t q_size = c.num_attention_heads * c.head_dim;
     const int64_t kv_size = c.num_key_value_heads * c.head_dim;
-    const int64_t embed_dim = spec_.embed_dim > 0 ? spec_.embed_dim : c.hidden_size;
+    const int64_t embed_dim = spec_.embedding.dim > 0 ? spec_.embedding.dim : c.hidden_size;
     TACO_ASSIGN_OR_RETURN(embed_, binder.matrix(n.embed, c.vocab_size, embed_dim));
     if (!n.final_norm.empty()) {
         TACO_RETURN_IF_ERROR(binder.norm(n.final_norm, c.hidden_size, final_norm_, &final_norm_bias_));
     }
     // Tied heads: transformers drops lm_head.weight when saving, but some checkpoints keep a copy.
-    if (spec_.tied_embeddings && !checkpoint_->contains(n.lm_head)) {
+    if (spec_.head.tied_embeddings && !checkpoint_->contains(n.lm_head)) {
         lm_head_ = embed_;
     } else {
         TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, embed_dim));
     }
     // GPT-style families
-    if (spec_.lm_head_bias) {
+    if (spec_.head.bias) {
         const std::string stem = n.lm_head.ends_with(".weight") ? n.lm_head.substr(0, n.lm_head.size() - 7) : n.lm_head;
         TACO_ASSIGN_OR_RETURN(lm_head_bias_, binder.vector(stem + ".bias", c.vocab_size));
     }
-    if (spec_.norm_head) {
+    if (spec_.head.norm_head) {
         lm_head_normalized_ = rows_l2_normalized(lm_head_);
         lm_head_ = lm_head_normalized_.view();
     }
     if (!n.pos_embed.empty()) {
         TACO_ASSIGN_OR_RETURN(
-            pos_embed_, binder.matrix(n.pos_embed, c.max_position_embeddings + spec_.position_offset, c.hidden_size));
+            pos_embed_,
+            binder.matrix(n.pos_embed, c.max_position_embeddings + spec_.embedding.position_offset, c.hidden_size));
     }
     if (!n.embed_norm.empty()) {
         TACO_RETURN_IF_ERROR(binder.norm(n.embed_norm, c.hidden_size, embed_norm_, &embed_norm_bias_));
@@ -63,10 +64,10 @@ Status Decoder::bind_weights() {
         TACO_ASSIGN_OR_RETURN(project_in_, binder.linear(n.project_in, c.hidden_size, embed_dim, false));
         TACO_ASSIGN_OR_RETURN(project_out_, binder.linear(n.project_out, embed_dim, c.hidden_size, false));
     }
-    if (spec_.positions == PositionEncoding::kAlibi) {
+    if (spec_.attention.positions == PositionEncoding::kAlibi) {
         std::vector<float> slopes = alibi_slopes(c.num_attention_heads);
         // Falcon rounds its slopes to bfloat16 before use.
-        if (spec_.alibi_scaled)
+        if (spec_.attention.alibi_scaled)
             for (float& slope : slopes) slope = bf16_to_f32(f32_to_bf16(slope));
         alibi_slopes_ = Tensor::empty({c.num_attention_heads}, DType::kF32);
         std::copy(slopes.begin(), slopes.end(), alibi_slopes_.as<float>());
@@ -76,53 +77,61 @@ Status Decoder::bind_weights() {
         DecoderLayerWeights& w = layers_[size_t(l)];
         auto name = [l](const std::string& pattern) { return layer_name(pattern, l); };
         TACO_RETURN_IF_ERROR(binder.norm(name(n.input_norm), c.hidden_size, w.input_norm, &w.input_norm_bias));
-        if (!spec_.parallel_residual || spec_.parallel_mlp_norm) {
-            TACO_RETURN_IF_ERROR(binder.norm(name(n.post_attention_norm), c.hidden_size, w.post_attention_norm,
-                                             &w.post_attention_norm_bias));
+        auto bind_post_attention_norm = [&] {
+            return binder.norm(name(n.post_attention_norm), c.hidden_size, w.post_attention_norm,
+                               &w.post_attention_norm_bias);
+        };
+        switch (spec_.residual) {
+            case ResidualLayout::kSequential:
+            case ResidualLayout::kParallelOwnNorms:
+            case ResidualLayout::kPostNorm: TACO_RETURN_IF_ERROR(bind_post_attention_norm()); break;
+            case ResidualLayout::kSandwich:
+                TACO_RETURN_IF_ERROR(bind_post_attention_norm());
+                TACO_RETURN_IF_ERROR(
+                    binder.norm(name(n.pre_feedforward_norm), c.hidden_size, w.pre_feedforward_norm, nullptr));
+                TACO_RETURN_IF_ERROR(
+                    binder.norm(name(n.post_feedforward_norm), c.hidden_size, w.post_feedforward_norm, nullptr));
+                break;
+            case ResidualLayout::kParallelSharedNorm: break;  // the MLP reads input_norm's output too
         }
-        if (spec_.sandwich_norms) {
-            TACO_RETURN_IF_ERROR(
-                binder.norm(name(n.pre_feedforward_norm), c.hidden_size, w.pre_feedforward_norm, nullptr));
-            TACO_RETURN_IF_ERROR(
-                binder.norm(name(n.post_feedforward_norm), c.hidden_size, w.post_feedforward_norm, nullptr));
-        }
-        if (spec_.fused_qkv && (spec_.qkv_layout != QkvLayout::kConcatenated || spec_.transposed_linears)) {
+        if (spec_.attention.fused_qkv &&
+            (spec_.attention.qkv_layout != QkvLayout::kConcatenated || spec_.transposed_linears)) {
             TACO_RETURN_IF_ERROR(binder.regrouped_qkv(name(n.qkv_proj), c.num_attention_heads, c.num_key_value_heads,
-                                                      c.head_dim, c.hidden_size, spec_.qkv_bias, w));
-        } else if (spec_.fused_qkv) {
+                                                      c.head_dim, c.hidden_size, spec_.attention.qkv_bias, w));
+        } else if (spec_.attention.fused_qkv) {
             TACO_ASSIGN_OR_RETURN(auto qkv, binder.split_linear(name(n.qkv_proj), {q_size, kv_size, kv_size},
-                                                                c.hidden_size, spec_.qkv_bias));
+                                                                c.hidden_size, spec_.attention.qkv_bias));
             w.q = std::move(qkv[0]), w.k = std::move(qkv[1]), w.v = std::move(qkv[2]);
         } else {
-            TACO_ASSIGN_OR_RETURN(w.q, binder.linear(name(n.q_proj), q_size, c.hidden_size, spec_.qkv_bias));
-            TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.qkv_bias));
-            TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.qkv_bias));
+            TACO_ASSIGN_OR_RETURN(w.q, binder.linear(name(n.q_proj), q_size, c.hidden_size, spec_.attention.qkv_bias));
+            TACO_ASSIGN_OR_RETURN(w.k, binder.linear(name(n.k_proj), kv_size, c.hidden_size, spec_.attention.qkv_bias));
+            TACO_ASSIGN_OR_RETURN(w.v, binder.linear(name(n.v_proj), kv_size, c.hidden_size, spec_.attention.qkv_bias));
         }
-        TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.o_bias));
-        if (spec_.qk_norm) TACO_RETURN_IF_ERROR(bind_qk_norms(binder, c, spec_, l, w));
+        TACO_ASSIGN_OR_RETURN(w.o, binder.linear(name(n.o_proj), c.hidden_size, q_size, spec_.attention.o_bias));
+        if (spec_.attention.qk_norm) TACO_RETURN_IF_ERROR(bind_qk_norms(binder, c, spec_, l, w));
         if (spec_.moe.is_sparse(l)) {
-            TACO_ASSIGN_OR_RETURN(MoeBlock moe,
-                                  MoeBlock::bind(spec_.moe, l, c.hidden_size, spec_.activation, binder.moe_source()));
+            TACO_ASSIGN_OR_RETURN(
+                MoeBlock moe, MoeBlock::bind(spec_.moe, l, c.hidden_size, spec_.mlp.activation, binder.moe_source()));
             w.moe = std::make_shared<const MoeBlock>(std::move(moe));
         } else {
-            if (spec_.fused_gate_up) {
+            if (spec_.mlp.fused_gate_up) {
                 TACO_ASSIGN_OR_RETURN(
                     auto gate_up, binder.split_linear(name(n.gate_up_proj), {c.intermediate_size, c.intermediate_size},
-                                                      c.hidden_size, spec_.mlp_bias));
+                                                      c.hidden_size, spec_.mlp.bias));
                 w.gate = std::move(gate_up[0]), w.up = std::move(gate_up[1]);
             } else {
-                if (spec_.gated_mlp) {
+                if (spec_.mlp.gated) {
                     TACO_ASSIGN_OR_RETURN(
-                        w.gate, binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+                        w.gate, binder.linear(name(n.gate_proj), c.intermediate_size, c.hidden_size, spec_.mlp.bias));
                 }
                 TACO_ASSIGN_OR_RETURN(
-                    w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp_bias));
+                    w.up, binder.linear(name(n.up_proj), c.intermediate_size, c.hidden_size, spec_.mlp.bias));
             }
             TACO_ASSIGN_OR_RETURN(w.down,
-                                  binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp_bias));
+                                  binder.linear(name(n.down_proj), c.hidden_size, c.intermediate_size, spec_.mlp.bias));
         }
-        const auto& layer_types = spec_.layer_types.empty() ? c.layer_types : spec_.layer_types;
-        bool sliding = spec_.uses_sliding_window && layer_types[size_t(l)] == LayerAttention::kSliding;
+        const auto& layer_types = spec_.attention.layer_types.empty() ? c.layer_types : spec_.attention.layer_types;
+        bool sliding = spec_.attention.uses_sliding_window && layer_types[size_t(l)] == LayerAttention::kSliding;
         w.sliding_window = sliding ? int(c.sliding_window) : 0;
         w.local_rotary = sliding && c.rope_local.has_value();
     }

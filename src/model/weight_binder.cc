@@ -37,8 +37,8 @@ Result<Tensor> WeightBinder::vector(const std::string& name, int64_t size) {
 
 Status WeightBinder::norm(const std::string& weight_name, int64_t size, Tensor& weight, Tensor* bias) {
     TACO_ASSIGN_OR_RETURN(weight, vector(weight_name, size));
-    for (int64_t i = 0; i < size; ++i) weight.as<float>()[i] += spec_.norm_weight_offset;
-    if (bias != nullptr && spec_.norm_bias) {
+    for (int64_t i = 0; i < size; ++i) weight.as<float>()[i] += spec_.norm.weight_offset;
+    if (bias != nullptr && spec_.norm.bias) {
         if (!weight_name.ends_with(".weight"))
             return error("{}: norm '{}' must be named *.weight", checkpoint_.dir(), weight_name);
         std::string bias_name = weight_name.substr(0, weight_name.size() - 7) + ".bias";
@@ -88,7 +88,7 @@ Result<LinearWeights> WeightBinder::linear(const std::string& prefix, int64_t ou
 
 Status WeightBinder::regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
                                    int64_t in_features, bool bias, DecoderLayerWeights& w) {
-    auto layout = qkv_rows(spec_.qkv_layout, heads, kv_heads, head_dim);
+    auto layout = qkv_rows(spec_.attention.qkv_layout, heads, kv_heads, head_dim);
     if (!layout.is_ok())
         return error("{}: tensor '{}.weight': {}", checkpoint_.dir(), prefix, layout.status().message());
     const QkvRows& rows = *layout;
@@ -140,7 +140,7 @@ Status bind_qk_norms(WeightBinder& binder, const ModelConfig& c, const ArchSpec&
                      DecoderLayerWeights& w) {
     auto bind = [&](const std::string& pattern, int64_t heads, Tensor& out, Tensor& bias) -> Status {
         const std::string name = layer_name(pattern, layer);
-        if (!spec.qk_norm_per_head) return binder.norm(name, c.head_dim, out, &bias);
+        if (!spec.attention.qk_norm_per_head) return binder.norm(name, c.head_dim, out, &bias);
         const auto at = name.find("{h}");
         if (at == std::string::npos) return error("{}: per-head norm name '{}' has no {{h}}", spec.name, pattern);
         out = Tensor::empty({heads, c.head_dim}, DType::kF32);

@@ -62,7 +62,7 @@ TEST_P(GoldenParity, GreedyContinuationEqualsTransformers) {
 }
 
 TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
-    if (decoder_->spec().positions != PositionEncoding::kRotary) GTEST_SKIP() << "no rotary embedding";
+    if (decoder_->spec().attention.positions != PositionEncoding::kRotary) GTEST_SKIP() << "no rotary embedding";
     RotaryFrequencies freq = compute_rotary_frequencies(decoder_->config());
     auto expected = golden_.golden["inv_freq"].get<std::vector<double>>();
     ASSERT_EQ(freq.inv_freq.size(), expected.size());

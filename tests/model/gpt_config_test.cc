@@ -39,9 +39,9 @@ TEST(GptConfig, Gpt2KeysMapToTheStandardFields) {
     EXPECT_TRUE(c.tie_word_embeddings);  // PretrainedConfig's default, left out of config.json
     auto spec = arch_spec_for(c);
     ASSERT_TRUE(spec.is_ok()) << spec.status().message();
-    EXPECT_EQ(spec->positions, PositionEncoding::kLearned);
+    EXPECT_EQ(spec->attention.positions, PositionEncoding::kLearned);
     EXPECT_TRUE(spec->transposed_linears);
-    EXPECT_EQ(spec->activation, ops::Activation::kGeluTanh);
+    EXPECT_EQ(spec->mlp.activation, ops::Activation::kGeluTanh);
 }
 
 TEST(GptConfig, BigCodeMultiQueryHasOneKvHead) {
@@ -102,10 +102,9 @@ TEST(GptConfig, FalconKvHeadsFollowTheDecoderArchitecture) {
     EXPECT_EQ(parse(config).num_key_value_heads, 2);
     auto spec = arch_spec_for(parse(config));
     ASSERT_TRUE(spec.is_ok());
-    EXPECT_EQ(spec->qkv_layout, QkvLayout::kPerKvGroup);
-    EXPECT_TRUE(spec->fused_qkv);
-    EXPECT_TRUE(spec->parallel_residual);
-    EXPECT_TRUE(spec->parallel_mlp_norm);
+    EXPECT_EQ(spec->attention.qkv_layout, QkvLayout::kPerKvGroup);
+    EXPECT_TRUE(spec->attention.fused_qkv);
+    EXPECT_EQ(spec->residual, ResidualLayout::kParallelOwnNorms);
 }
 
 TEST(GptConfig, OptPostNormHasNoFinalNormAndProjectionsFollowWordEmbedProjDim) {
@@ -117,11 +116,11 @@ TEST(GptConfig, OptPostNormHasNoFinalNormAndProjectionsFollowWordEmbedProjDim) {
     EXPECT_EQ(c.hidden_act, "relu");
     auto spec = arch_spec_for(c);
     ASSERT_TRUE(spec.is_ok());
-    EXPECT_TRUE(spec->post_norm);
+    EXPECT_EQ(spec->residual, ResidualLayout::kPostNorm);
     EXPECT_TRUE(spec->names.final_norm.empty());
-    EXPECT_EQ(spec->embed_dim, 32);
+    EXPECT_EQ(spec->embedding.dim, 32);
     EXPECT_EQ(spec->names.project_in, "model.decoder.project_in");
-    EXPECT_EQ(spec->position_offset, 2);
+    EXPECT_EQ(spec->embedding.position_offset, 2);
     config["layer_norm_elementwise_affine"] = false;
     EXPECT_NE(spec_error(config).find("layer_norm_elementwise_affine"), std::string::npos);
 }

@@ -54,7 +54,7 @@ TEST(NormHead, Baichuan2GoldenNeedsIt) {
     std::ofstream(dir / "config.json") << config.dump(2);
     auto decoder = Decoder::load(dir.string());
     ASSERT_TRUE(decoder.is_ok()) << decoder.status().message();
-    EXPECT_FALSE((*decoder)->spec().norm_head);
+    EXPECT_FALSE((*decoder)->spec().head.norm_head);
     const auto& c = golden.cases.at(0);
     auto logits = testing_util::run_chunked(**decoder, c.prompt_ids, 1 << 20, 16);
     float max_diff = 0;

@@ -14,10 +14,10 @@ constexpr int64_t kBaichuan2VocabSize = 125696;
 Result<ArchSpec> w_pack_llama(const ModelConfig& config, const char* name) {
     ArchSpec spec;
     spec.name = name;
-    spec.fused_qkv = true;
+    spec.attention.fused_qkv = true;
     spec.names.qkv_proj = "model.layers.{}.self_attn.W_pack";
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
     return spec;
 }
 
@@ -27,8 +27,8 @@ Result<ArchSpec> baichuan(const ModelConfig& config) { return w_pack_llama(confi
 
 Result<ArchSpec> baichuan2(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(ArchSpec spec, w_pack_llama(config, "BaichuanForCausalLM"));
-    if (config.hidden_size != 4096) spec.positions = PositionEncoding::kAlibi;
-    spec.norm_head = config.vocab_size == kBaichuan2VocabSize || config.raw.contains("z_loss_weight");
+    if (config.hidden_size != 4096) spec.attention.positions = PositionEncoding::kAlibi;
+    spec.head.norm_head = config.vocab_size == kBaichuan2VocabSize || config.raw.contains("z_loss_weight");
     return spec;
 }
 

@@ -11,15 +11,15 @@ Result<ArchSpec> bloom(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(bool residual_post_norm, bool_or(config, "apply_residual_connection_post_layernorm", false));
     if (residual_post_norm)
         return error("config.json: 'apply_residual_connection_post_layernorm' = true is not supported");
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.positions = PositionEncoding::kAlibi;
-    spec.fused_qkv = true;
-    spec.qkv_layout = QkvLayout::kPerHead;
-    spec.gated_mlp = false;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = spec.attention.o_bias = spec.mlp.bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.positions = PositionEncoding::kAlibi;
+    spec.attention.fused_qkv = true;
+    spec.attention.qkv_layout = QkvLayout::kPerHead;
+    spec.mlp.gated = false;
     spec.base_model_prefix = "transformer";
     WeightNames& n = spec.names;
     n.embed = "transformer.word_embeddings.weight";

@@ -13,8 +13,8 @@ Result<ArchSpec> chatglm(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = config.architecture;
     TACO_ASSIGN_OR_RETURN(bool rmsnorm, bool_or(config, "rmsnorm", true));
-    spec.norm = rmsnorm ? NormKind::kRmsNorm : NormKind::kLayerNorm;
-    spec.norm_bias = !rmsnorm;  // torch.nn.LayerNorm
+    spec.norm.kind = rmsnorm ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+    spec.norm.bias = !rmsnorm;  // torch.nn.LayerNorm
     TACO_ASSIGN_OR_RETURN(bool post_layer_norm, bool_or(config, "post_layer_norm", true));
     TACO_ASSIGN_OR_RETURN(bool residual_after_norm, bool_or(config, "apply_residual_connection_post_layernorm", false));
     if (!post_layer_norm || residual_after_norm)
@@ -26,16 +26,16 @@ Result<ArchSpec> chatglm(const ModelConfig& config) {
         return error("config.json of {}: prefix tuning ('pre_seq_len') is not supported", config.architecture);
     TACO_ASSIGN_OR_RETURN(bool add_bias_linear, bool_or(config, "add_bias_linear", false));
     TACO_ASSIGN_OR_RETURN(bool add_qkv_bias, bool_or(config, "add_qkv_bias", false));
-    spec.qkv_bias = add_bias_linear || add_qkv_bias;
-    spec.o_bias = add_bias_linear;
-    spec.mlp_bias = add_bias_linear;
-    spec.fused_qkv = true;
+    spec.attention.qkv_bias = add_bias_linear || add_qkv_bias;
+    spec.attention.o_bias = add_bias_linear;
+    spec.mlp.bias = add_bias_linear;
+    spec.attention.fused_qkv = true;
     // Without multi-query attention, query_key_value is Megatron's per-head [q_h | k_h | v_h] layout.
     TACO_ASSIGN_OR_RETURN(bool multi_query, bool_or(config, "multi_query_attention", false));
-    if (!multi_query) spec.qkv_layout = QkvLayout::kPerHead;
-    spec.fused_gate_up = true;
-    spec.neox_rotary = false;
-    spec.tied_embeddings = false;
+    if (!multi_query) spec.attention.qkv_layout = QkvLayout::kPerHead;
+    spec.mlp.fused_gate_up = true;
+    spec.attention.neox_rotary = false;
+    spec.head.tied_embeddings = false;
     spec.ignored_tensor_suffixes = {"rotary_pos_emb.inv_freq"};
     WeightNames& n = spec.names;
     n.embed = "transformer.embedding.word_embeddings.weight";

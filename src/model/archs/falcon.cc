@@ -18,15 +18,15 @@ Result<ArchSpec> falcon(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(bool alibi, bool_or(config, "alibi", false));
     TACO_ASSIGN_OR_RETURN(bool bias, bool_or(config, "bias", false));
     TACO_ASSIGN_OR_RETURN(int64_t num_ln, int_or(config, "num_ln_in_parallel_attn", new_architecture ? 2 : 1));
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = spec.o_bias = spec.mlp_bias = bias;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.gated_mlp = false;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = spec.attention.o_bias = spec.mlp.bias = bias;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.mlp.gated = false;
     if (alibi) {
-        spec.positions = PositionEncoding::kAlibi;
-        spec.alibi_scaled = true;
+        spec.attention.positions = PositionEncoding::kAlibi;
+        spec.attention.alibi_scaled = true;
     }
     spec.base_model_prefix = "transformer";
     WeightNames& n = spec.names;
@@ -37,14 +37,14 @@ Result<ArchSpec> falcon(const ModelConfig& config) {
     n.up_proj = "transformer.h.{}.mlp.dense_h_to_4h";
     n.down_proj = "transformer.h.{}.mlp.dense_4h_to_h";
     if (new_architecture) {
-        spec.fused_qkv = true;
-        spec.qkv_layout = QkvLayout::kPerKvGroup;
+        spec.attention.fused_qkv = true;
+        spec.attention.qkv_layout = QkvLayout::kPerKvGroup;
         if (num_ln == 2) {
-            spec.parallel_residual = spec.parallel_mlp_norm = true;
+            spec.residual = ResidualLayout::kParallelOwnNorms;
             n.input_norm = "transformer.h.{}.ln_attn.weight";
             n.post_attention_norm = "transformer.h.{}.ln_mlp.weight";
         } else if (num_ln == 1 && parallel_attn) {
-            spec.parallel_residual = true;
+            spec.residual = ResidualLayout::kParallelSharedNorm;
             n.input_norm = "transformer.h.{}.input_layernorm.weight";
             n.post_attention_norm.clear();
         } else {
@@ -54,11 +54,11 @@ Result<ArchSpec> falcon(const ModelConfig& config) {
                 num_ln, parallel_attn);
         }
     } else {
-        spec.fused_qkv = true;
-        spec.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
+        spec.attention.fused_qkv = true;
+        spec.attention.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
         n.input_norm = "transformer.h.{}.input_layernorm.weight";
         if (parallel_attn) {
-            spec.parallel_residual = true;
+            spec.residual = ResidualLayout::kParallelSharedNorm;
             n.post_attention_norm.clear();
         } else {
             n.post_attention_norm = "transformer.h.{}.post_attention_layernorm.weight";

@@ -10,12 +10,12 @@ namespace taco::archs {
 Result<ArchSpec> gemma3(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(ArchSpec spec, gemma2(config));
     spec.name = "Gemma3ForCausalLM";
-    spec.qk_norm = true;
-    spec.layer_types.clear();
+    spec.attention.qk_norm = true;
+    spec.attention.layer_types.clear();
     if (!config.raw.contains("layer_types")) {
         TACO_ASSIGN_OR_RETURN(int64_t pattern, required_int(config, "sliding_window_pattern"));
         if (pattern <= 0) return error("config.json: 'sliding_window_pattern' must be positive, got {}", pattern);
-        spec.layer_types = sliding_pattern_layers(config, pattern);
+        spec.attention.layer_types = sliding_pattern_layers(config, pattern);
     }
     if (!config.rope_local)
         return error(

@@ -26,19 +26,19 @@ Result<ArchSpec> gpt2(const ModelConfig& config) {
     spec.name = "GPT2LMHeadModel";
     TACO_ASSIGN_OR_RETURN(bool cross_attention, bool_or(config, "add_cross_attention", false));
     if (cross_attention) return error("config.json: 'add_cross_attention' (encoder-decoder GPT-2) is not supported");
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.positions = PositionEncoding::kLearned;
-    spec.fused_qkv = true;
-    spec.qkv_layout = QkvLayout::kConcatenated;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = spec.attention.o_bias = spec.mlp.bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.positions = PositionEncoding::kLearned;
+    spec.attention.fused_qkv = true;
+    spec.attention.qkv_layout = QkvLayout::kConcatenated;
     spec.transposed_linears = true;
-    spec.gated_mlp = false;
+    spec.mlp.gated = false;
     TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
-    if (!scale_attn_weights) spec.attention_scale = 1.0f;
-    TACO_ASSIGN_OR_RETURN(spec.scale_attn_by_inverse_layer_idx,
+    if (!scale_attn_weights) spec.attention.scale = 1.0f;
+    TACO_ASSIGN_OR_RETURN(spec.attention.scale_by_inverse_layer_idx,
                           bool_or(config, "scale_attn_by_inverse_layer_idx", false));
     set_gpt2_names(spec);
     return spec;

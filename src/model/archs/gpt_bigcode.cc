@@ -11,17 +11,17 @@ Result<ArchSpec> gpt_bigcode(const ModelConfig& config) {
     TACO_ASSIGN_OR_RETURN(bool cross_attention, bool_or(config, "add_cross_attention", false));
     if (cross_attention) return error("config.json: 'add_cross_attention' is not supported");
     TACO_ASSIGN_OR_RETURN(bool multi_query, bool_or(config, "multi_query", true));
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.positions = PositionEncoding::kLearned;
-    spec.fused_qkv = true;
-    spec.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
-    spec.gated_mlp = false;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = spec.attention.o_bias = spec.mlp.bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.positions = PositionEncoding::kLearned;
+    spec.attention.fused_qkv = true;
+    spec.attention.qkv_layout = multi_query ? QkvLayout::kConcatenated : QkvLayout::kPerHead;
+    spec.mlp.gated = false;
     TACO_ASSIGN_OR_RETURN(bool scale_attn_weights, bool_or(config, "scale_attn_weights", true));
-    if (!scale_attn_weights) spec.attention_scale = 1.0f;
+    if (!scale_attn_weights) spec.attention.scale = 1.0f;
     set_gpt2_names(spec);
     return spec;
 }

@@ -8,15 +8,15 @@ namespace taco::archs {
 Result<ArchSpec> gptj(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "GPTJForCausalLM";
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.mlp_bias = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.neox_rotary = false;
-    spec.gated_mlp = false;
-    spec.parallel_residual = true;
-    spec.lm_head_bias = true;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.mlp.bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.neox_rotary = false;
+    spec.mlp.gated = false;
+    spec.residual = ResidualLayout::kParallelSharedNorm;
+    spec.head.bias = true;
     spec.base_model_prefix = "transformer";
     WeightNames& n = spec.names;
     n.embed = "transformer.wte.weight";

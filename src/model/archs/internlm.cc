@@ -10,10 +10,10 @@ Result<ArchSpec> internlm(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "InternLMForCausalLM";
     TACO_ASSIGN_OR_RETURN(bool bias, bool_or(config, "bias", true));
-    spec.qkv_bias = bias;
-    spec.o_bias = bias;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.qkv_bias = bias;
+    spec.attention.o_bias = bias;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
     return spec;
 }
 

@@ -11,12 +11,12 @@ Result<ArchSpec> internlm2(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "InternLM2ForCausalLM";
     TACO_ASSIGN_OR_RETURN(bool bias, bool_or(config, "bias", true));
-    spec.qkv_bias = bias;
-    spec.o_bias = bias;
-    spec.fused_qkv = true;
-    spec.qkv_layout = QkvLayout::kPerKvGroup;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.qkv_bias = bias;
+    spec.attention.o_bias = bias;
+    spec.attention.fused_qkv = true;
+    spec.attention.qkv_layout = QkvLayout::kPerKvGroup;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
     WeightNames& n = spec.names;
     n.embed = "model.tok_embeddings.weight";
     n.lm_head = "output.weight";

@@ -8,16 +8,16 @@ namespace taco::archs {
 Result<ArchSpec> nemotron(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "NemotronForCausalLM";
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.norm_weight_offset = 1.0f;
-    TACO_ASSIGN_OR_RETURN(spec.norm_eps, required_number(config, "norm_eps"));
-    spec.qkv_bias = config.attention_bias;
-    spec.o_bias = config.attention_bias;
-    spec.mlp_bias = config.mlp_bias;
-    spec.gated_mlp = false;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.norm.weight_offset = 1.0f;
+    TACO_ASSIGN_OR_RETURN(spec.norm.eps, required_number(config, "norm_eps"));
+    spec.attention.qkv_bias = config.attention_bias;
+    spec.attention.o_bias = config.attention_bias;
+    spec.mlp.bias = config.mlp_bias;
+    spec.mlp.gated = false;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
     return spec;
 }
 

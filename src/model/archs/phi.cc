@@ -10,14 +10,14 @@ Result<ArchSpec> phi(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "PhiForCausalLM";
     TACO_ASSIGN_OR_RETURN(bool qk_layernorm, bool_or(config, "qk_layernorm", false));
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = spec.o_bias = spec.mlp_bias = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.gated_mlp = false;
-    spec.parallel_residual = true;
-    spec.lm_head_bias = true;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = spec.attention.o_bias = spec.mlp.bias = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.mlp.gated = false;
+    spec.residual = ResidualLayout::kParallelSharedNorm;
+    spec.head.bias = true;
     spec.base_model_prefix = "model";
     WeightNames& n = spec.names;
     n.final_norm = "model.final_layernorm.weight";
@@ -25,7 +25,7 @@ Result<ArchSpec> phi(const ModelConfig& config) {
     n.o_proj = "model.layers.{}.self_attn.dense";
     n.up_proj = "model.layers.{}.mlp.fc1";
     n.down_proj = "model.layers.{}.mlp.fc2";
-    spec.qk_norm = qk_layernorm;
+    spec.attention.qk_norm = qk_layernorm;
     if (qk_layernorm) {
         n.q_norm = "model.layers.{}.self_attn.q_layernorm.weight";
         n.k_norm = "model.layers.{}.self_attn.k_layernorm.weight";

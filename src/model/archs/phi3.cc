@@ -8,11 +8,11 @@ namespace taco::archs {
 Result<ArchSpec> phi3(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "Phi3ForCausalLM";
-    spec.fused_qkv = true;
-    spec.fused_gate_up = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.uses_sliding_window = true;
+    spec.attention.fused_qkv = true;
+    spec.mlp.fused_gate_up = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.uses_sliding_window = true;
     return spec;
 }
 

@@ -10,14 +10,14 @@ namespace taco::archs {
 Result<ArchSpec> phimoe(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = config.architecture;  // PhiMoEForCausalLM (published) or PhimoeForCausalLM (transformers)
-    spec.norm = NormKind::kLayerNorm;
-    spec.norm_bias = true;
-    spec.qkv_bias = config.attention_bias;
-    spec.o_bias = config.attention_bias;
-    TACO_ASSIGN_OR_RETURN(spec.lm_head_bias, bool_or(config, "lm_head_bias", false));
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.uses_sliding_window = true;
+    spec.norm.kind = NormKind::kLayerNorm;
+    spec.norm.bias = true;
+    spec.attention.qkv_bias = config.attention_bias;
+    spec.attention.o_bias = config.attention_bias;
+    TACO_ASSIGN_OR_RETURN(spec.head.bias, bool_or(config, "lm_head_bias", false));
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.uses_sliding_window = true;
     // Phi-3.5-MoE's LongRoPE scales cos/sin by short_mscale / long_mscale (RopeConfig) instead of Phi3's factor.
     if (config.rope.type == RopeType::kLongRope && (!config.rope.short_mscale || !config.rope.long_mscale))
         return error("config.json: PhiMoE's 'rope_scaling' of type longrope needs 'short_mscale' and 'long_mscale'");

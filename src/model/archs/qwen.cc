@@ -11,14 +11,14 @@ Result<ArchSpec> qwen(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "QWenLMHeadModel";
     TACO_ASSIGN_OR_RETURN(bool no_bias, bool_or(config, "no_bias", true));
-    spec.qkv_bias = true;
-    spec.o_bias = !no_bias;
-    spec.mlp_bias = !no_bias;
+    spec.attention.qkv_bias = true;
+    spec.attention.o_bias = !no_bias;
+    spec.mlp.bias = !no_bias;
     TACO_ASSIGN_OR_RETURN(bool cache_quantization, bool_or(config, "use_cache_quantization", false));
     if (cache_quantization)
         return error("config.json of QWenLMHeadModel: 'use_cache_quantization' (int8 KV cache) is not supported");
-    spec.fused_qkv = true;
-    spec.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.fused_qkv = true;
+    spec.head.tied_embeddings = config.tie_word_embeddings;
     WeightNames& n = spec.names;
     n.embed = "transformer.wte.weight";
     n.final_norm = "transformer.ln_f.weight";

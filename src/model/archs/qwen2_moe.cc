@@ -31,10 +31,11 @@ Result<MoeSpec> qwen_moe_spec(const ModelConfig& config) {
 Result<ArchSpec> qwen2_moe(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "Qwen2MoeForCausalLM";
-    TACO_ASSIGN_OR_RETURN(spec.qkv_bias, bool_or(config, "qkv_bias", true));  // a config key from transformers 5 on
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.uses_sliding_window = true;
+    TACO_ASSIGN_OR_RETURN(spec.attention.qkv_bias,
+                          bool_or(config, "qkv_bias", true));  // a config key from transformers 5 on
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.uses_sliding_window = true;
     TACO_ASSIGN_OR_RETURN(spec.moe, qwen_moe_spec(config));
     if (config.shared_expert_intermediate_size <= 0)
         return error("config.json: 'shared_expert_intermediate_size' must be positive, got {}",

@@ -7,12 +7,12 @@ namespace taco::archs {
 Result<ArchSpec> qwen3(const ModelConfig& config) {
     ArchSpec spec;
     spec.name = "Qwen3ForCausalLM";
-    spec.qkv_bias = config.attention_bias;
-    spec.o_bias = config.attention_bias;
-    spec.qk_norm = true;
-    TACO_ASSIGN_OR_RETURN(spec.activation, activation_from_name(config.hidden_act, "config.json"));
-    spec.tied_embeddings = config.tie_word_embeddings;
-    spec.uses_sliding_window = true;
+    spec.attention.qkv_bias = config.attention_bias;
+    spec.attention.o_bias = config.attention_bias;
+    spec.attention.qk_norm = true;
+    TACO_ASSIGN_OR_RETURN(spec.mlp.activation, activation_from_name(config.hidden_act, "config.json"));
+    spec.head.tied_embeddings = config.tie_word_embeddings;
+    spec.attention.uses_sliding_window = true;
     return spec;
 }
 
