@@ -115,7 +115,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     TACO_RETURN_IF_ERROR(kc.validate());
     engine->kv_cache_ = std::make_unique<KvCacheManager>(kc);
     engine->scheduler_ = std::make_unique<Scheduler>(sc, *engine->kv_cache_);
-    engine->runner_ = std::make_unique<ModelRunner>(std::move(decoder), num_device_blocks, num_host_blocks, block_size);
+    RunnerOptions ro;
+    ro.num_device_blocks = num_device_blocks;
+    ro.num_host_blocks = num_host_blocks;
+    ro.block_size = block_size;
+    ro.max_num_batched_tokens = sc.max_num_batched_tokens;
+    ro.max_num_seqs = sc.max_num_seqs;
+    ro.max_model_len = sc.max_model_len;
+    engine->runner_ = std::make_unique<ModelRunner>(std::move(decoder), ro);
     log_debug("engine: {} device blocks, {} host blocks of {} tokens", num_device_blocks, num_host_blocks, block_size);
     engine->thread_ = std::thread([e = engine.get()] { e->step_loop(); });
     return engine;
@@ -332,7 +339,7 @@ void Engine::step() {
         sequences.push_back(seq);
         rows.push_back({r.id, r.num_computed_tokens, seq.num_prompt_logits, s.samples()});
     }
-    Tensor logits = runner_->execute(sequences);
+    const TensorView logits = runner_->execute(sequences);
     scheduler_->update_after_step(out);
 
     const int64_t vocab = logits.size(1);

@@ -24,7 +24,7 @@ BatchLimits limits_of(const ExecutorOptions& o, int64_t max_model_len) {
 
 // Prepares the decoder for this executor's positions and head chunk (f32 activations: the CPU backend).
 RotaryLayout prepared_rotary_layout(Decoder& decoder, int64_t max_model_len, int64_t head_rows) {
-    decoder.prepare(DecoderRunOptions{max_model_len, head_rows, DType::kF32});
+    decoder.prepare(DecoderRunOptions{max_model_len, std::max<int64_t>(head_rows, 256), DType::kF32});
     return decoder.rotary_layout();
 }
 
@@ -53,9 +53,10 @@ void ForwardExecutor::size_workspace(KvCacheTensors& kv) {
     workspace_.reserve(workspace_.high_water_bytes());
 }
 
-TensorView ForwardExecutor::execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv) {
+TensorView ForwardExecutor::execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv,
+                                    int64_t pad_tokens_to) {
     size_workspace(kv);
-    const ForwardBatch& batch = builder_.build(sequences);
+    const ForwardBatch& batch = builder_.build(sequences, pad_tokens_to);
     const int64_t num_logits = batch.num_logits(), vocab = decoder_.config().vocab_size;
     if (num_logits > logits_.size(0)) logits_ = Tensor::empty({num_logits, vocab}, DType::kF32);
     TensorView logits = logits_.view().rows(0, num_logits);

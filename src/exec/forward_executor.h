@@ -16,7 +16,7 @@
 namespace taco {
 
 struct ExecutorOptions {
-    int64_t max_num_tokens = 8192;   // per step (max_num_batched_tokens)
+    int64_t max_num_tokens = 8192;    // per step (max_num_batched_tokens)
     int64_t max_num_sequences = 256;  // per step (max_num_seqs)
     int64_t max_model_len = 0;        // positions a sequence can reach; 0: the decoder's default
     int64_t block_size = 16;
@@ -29,8 +29,9 @@ public:
     // Sizes the workspace by a dry run over `kv`'s shapes (once; execute() does it on first use).
     void size_workspace(KvCacheTensors& kv);
     // One forward pass; returns logits [sum of num_logits(), vocab] f32, sequence by sequence (each with its
-    // prompt-logit rows first, then its last token's row), valid until the next call.
-    TensorView execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv);
+    // prompt-logit rows first, then its last token's row), valid until the next call. pad_tokens_to > the step's
+    // tokens adds padding rows (slot -1), as a CUDA graph bucket does; they change no real row.
+    TensorView execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv, int64_t pad_tokens_to = 0);
 
     const Workspace& workspace() const { return workspace_; }
     const ForwardBatchBuilder& builder() const { return builder_; }

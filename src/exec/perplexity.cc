@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "exec/forward_executor.h"
 #include "model/kv_cache_tensors.h"
 
 namespace taco {
@@ -20,38 +21,34 @@ double token_nll(const float* logits, int64_t vocab, int32_t target) {
 }
 
 // Runs tokens [begin, end) as one fresh sequence and adds -log p of the last `num_scored` of them, each
-// predicted from the tokens before it in the window.
-double window_nll(Decoder& decoder, std::span<const int32_t> tokens, int64_t num_scored,
+// predicted from the tokens before it in the window. The window runs as chunked prefill, split where the scored
+// rows start, so every chunk's logit rows are its first rows (RunnerSequence::num_prompt_logits); chunk
+// boundaries change no bit (batch invariance).
+double window_nll(ForwardExecutor& executor, KvCacheTensors& kv, std::span<const int32_t> tokens, int64_t num_scored,
                   const PerplexityOptions& options) {
-    const ModelConfig& config = decoder.config();
     const int64_t length = int64_t(tokens.size());
-    const int64_t block_size = options.block_size;
-    const int64_t num_blocks = (length + block_size - 1) / block_size;
-    KvCacheTensors kv = KvCacheTensors::allocate(config, num_blocks, block_size);
-    std::vector<int32_t> block_table(static_cast<size_t>(num_blocks));
-    for (int64_t b = 0; b < num_blocks; ++b) block_table[size_t(b)] = int32_t(b);
+    std::vector<int32_t> block_table(static_cast<size_t>(kv.num_blocks));
+    for (int64_t b = 0; b < kv.num_blocks; ++b) block_table[size_t(b)] = int32_t(b);
 
     // Row p's logits predict token p + 1; the scored targets are [length - num_scored, length).
     const int64_t first_row = length - num_scored - 1;
     double nll = 0;
-    for (int64_t begin = 0; begin < length; begin += options.forward_chunk_tokens) {
-        const int64_t end = std::min(length, begin + options.forward_chunk_tokens);
-        ForwardBatch batch;
-        batch.attention.query_start = {0, int32_t(end - begin)};
-        batch.attention.block_tables = {block_table};
-        for (int64_t pos = begin; pos < end; ++pos) {
-            batch.token_ids.push_back(tokens[size_t(pos)]);
-            batch.attention.positions.push_back(int32_t(pos));
-            batch.slot_mapping.push_back(int64_t(block_table[size_t(pos / block_size)]) * block_size +
-                                         pos % block_size);
-            if (pos >= first_row && pos + 1 < length) batch.logits_indices.push_back(int32_t(pos - begin));
+    for (int64_t begin = 0; begin < length;) {
+        int64_t end = std::min(length, begin + options.forward_chunk_tokens);
+        if (begin < first_row && end > first_row) end = first_row;
+        RunnerSequence seq;
+        seq.token_ids = tokens;
+        seq.num_computed_tokens = begin;
+        seq.num_new_tokens = end - begin;
+        seq.block_table = block_table;
+        seq.max_length = length;
+        if (begin >= first_row) seq.num_prompt_logits = end < length ? end - begin : end - begin - 1;
+        const TensorView logits = executor.execute({&seq, 1}, kv);  // [num_prompt_logits, vocab]
+        for (int64_t i = 0; i < seq.num_prompt_logits; ++i) {
+            const int64_t pos = begin + i;
+            nll += token_nll(logits.row<float>(i), logits.shape[1], tokens[size_t(pos + 1)]);
         }
-        Tensor logits = decoder.forward(batch, kv);  // [logits_indices.size(), vocab]
-        for (size_t i = 0; i < batch.logits_indices.size(); ++i) {
-            const int64_t pos = begin + batch.logits_indices[i];
-            nll += token_nll(logits.as<float>() + int64_t(i) * config.vocab_size, config.vocab_size,
-                             tokens[size_t(pos + 1)]);
-        }
+        begin = end;
     }
     return nll;
 }
@@ -82,6 +79,15 @@ Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<c
     if (resolved.block_size < 1 || resolved.forward_chunk_tokens < 1)
         return error("block_size and forward_chunk_tokens must be positive");
 
+    ExecutorOptions exec;
+    exec.max_num_tokens = resolved.forward_chunk_tokens;
+    exec.max_num_sequences = 1;
+    exec.max_model_len = resolved.window;
+    exec.block_size = resolved.block_size;
+    ForwardExecutor executor(decoder, exec);
+    KvCacheTensors kv = KvCacheTensors::allocate(
+        config, (resolved.window + resolved.block_size - 1) / resolved.block_size, resolved.block_size);
+
     PerplexityResult result;
     result.num_tokens = num_tokens;
     result.window = resolved.window;
@@ -92,7 +98,7 @@ Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<c
         const int64_t num_scored = std::min(end - prev_end, end - begin - 1);
         if (num_scored > 0)  // a one-token last window (stride == window) has nothing to score
             result.nll_sum +=
-                window_nll(decoder, token_ids.subspan(size_t(begin), size_t(end - begin)), num_scored, resolved);
+                window_nll(executor, kv, token_ids.subspan(size_t(begin), size_t(end - begin)), num_scored, resolved);
         result.num_scored_tokens += num_scored;
         ++result.num_windows;
         prev_end = end;

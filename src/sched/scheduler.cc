@@ -70,8 +70,10 @@ SchedulerOutput Scheduler::schedule() {
     SchedulerOutput output;
     int64_t budget = config_.max_num_batched_tokens;
     const size_t num_preempted_before = size_t(num_preemptions_);
-    // Running requests first, oldest first: they catch up by as many tokens as the budget allows.
-    for (size_t i = 0; i < running_.size() && budget > 0;) {
+    // Running requests first, oldest first: they catch up by as many tokens as the budget allows. At most
+    // max_num_seqs of them per step: forks of an n > 1 request join running_ without admission, so running_ may hold
+    // more, and the newest wait a step (the runner is sized for max_num_seqs sequences).
+    for (size_t i = 0; i < running_.size() && budget > 0 && int64_t(output.scheduled.size()) < config_.max_num_seqs;) {
         Request* r = running_[i];
         int64_t num_new = r->num_tokens() - r->num_computed_tokens;
         TACO_CHECK_GT(num_new, 0);

@@ -20,7 +20,7 @@ namespace taco {
 
 struct SchedulerConfig {
     int64_t max_num_batched_tokens = 8192;  // tokens computed per step, all requests together
-    int64_t max_num_seqs = 256;             // requests running at once
+    int64_t max_num_seqs = 256;             // requests admitted to run at once; sequences per step (forks too)
     int64_t max_model_len = 0;              // prompt + output tokens per request
     bool enable_chunked_prefill = true;     // off: a prompt is computed in one step or waits
     Status validate() const;

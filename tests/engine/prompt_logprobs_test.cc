@@ -3,6 +3,8 @@
 // that prefix gives it, whatever the batching, chunking or prefix cache; it comes once, in the first output.
 #include <gtest/gtest.h>
 
+#include "exec/forward_executor.h"
+
 #include "engine/engine.h"
 #include "engine_test_util.h"
 #include "exec/sampler.h"
@@ -32,16 +34,18 @@ std::vector<SampleLogprobs> reference_prompt_logprobs(const std::string& model, 
     std::vector<SampleLogprobs> out;
     for (size_t k = 1; k < prompt.size(); ++k) {
         KvCacheTensors kv = KvCacheTensors::allocate(config, num_blocks, kBlockSize);
-        ForwardBatch batch;
-        batch.attention.query_start = {0, int32_t(k)};
-        batch.attention.block_tables = {table};
-        for (size_t p = 0; p < k; ++p) {
-            batch.token_ids.push_back(prompt[p]);
-            batch.attention.positions.push_back(int32_t(p));
-            batch.slot_mapping.push_back(int64_t(table[p / kBlockSize]) * kBlockSize + int64_t(p) % kBlockSize);
-        }
-        batch.logits_indices = {int32_t(k - 1)};
-        Tensor logits = (*decoder)->forward(batch, kv);
+        RunnerSequence seq;
+        seq.token_ids = std::span<const int32_t>(prompt.data(), k);
+        seq.num_new_tokens = int64_t(k);
+        seq.block_table = table;
+        seq.wants_logits = true;
+        ExecutorOptions options;
+        options.max_num_tokens = int64_t(k);
+        options.max_num_sequences = 1;
+        options.max_model_len = num_blocks * kBlockSize;
+        options.block_size = kBlockSize;
+        ForwardExecutor executor(**decoder, options);
+        const TensorView logits = executor.execute({&seq, 1}, kv);
         out.push_back(Sampler::logprobs_of({logits.as<float>(), size_t(config.vocab_size)}, prompt[k], top));
     }
     return out;

@@ -10,7 +10,12 @@ namespace {
 std::unique_ptr<ModelRunner> runner(int64_t device_blocks, int64_t host_blocks) {
     auto decoder = Decoder::load(std::string(TACO_SOURCE_DIR) + "/tests/data/models/llama");
     EXPECT_TRUE(decoder.is_ok()) << decoder.status().message();
-    return std::make_unique<ModelRunner>(std::move(decoder).value(), device_blocks, host_blocks, 16);
+    RunnerOptions options;
+    options.num_device_blocks = device_blocks;
+    options.num_host_blocks = host_blocks;
+    options.max_num_batched_tokens = 64;
+    options.max_num_seqs = 4;
+    return std::make_unique<ModelRunner>(std::move(decoder).value(), options);
 }
 
 // Bytes of one device block (all layers, K and V), for comparison.
@@ -32,7 +37,7 @@ TEST(ModelRunner, HostTierRoundTripRestoresTheKvExactly) {
     for (int i = 0; i < 16; ++i) tokens.push_back(10 + i);
     std::vector<int32_t> table = {1};
     RunnerSequence seq{tokens, 0, 16, table, true};
-    Tensor logits = r->execute({&seq, 1});
+    TensorView logits = r->execute({&seq, 1});
     const auto original = block_bytes(r->device_kv(), 1);
     // Demote block 1 to host block 0, overwrite it with another sequence, promote into device block 3.
     std::vector<KvCopy> demote = {{false, 1, true, 0}};
@@ -51,11 +56,11 @@ TEST(ModelRunner, HostTierRoundTripRestoresTheKvExactly) {
     tokens.push_back(99);
     std::vector<int32_t> restored_table = {3, 2};
     RunnerSequence next{tokens, 16, 1, restored_table, true};
-    Tensor a = r->execute({&next, 1});
+    TensorView a = r->execute({&next, 1});
     auto fresh = runner(4, 0);
     std::vector<int32_t> fresh_table = {0, 1};
     RunnerSequence all{tokens, 0, 17, fresh_table, true};
-    Tensor b = fresh->execute({&all, 1});
+    TensorView b = fresh->execute({&all, 1});
     ASSERT_EQ(a.numel(), b.numel());
     EXPECT_EQ(std::memcmp(a.as<float>(), b.as<float>(), size_t(a.numel()) * sizeof(float)), 0);
 }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "exec/forward_executor.h"
 #include "model/decoder.h"
 
 namespace taco::testing_util {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "exec/forward_executor.h"
+
 #include "batch_runner.h"
 #include "golden_models.h"
 #include "model/arch_registry.h"
@@ -57,26 +59,22 @@ TEST(FamilyConfig, Gemma3ConfigIn5xLayoutGivesTheSameLogits) {
     EXPECT_EQ(testing_util::run_chunked(**v4, ids, 1 << 20, 16), testing_util::run_chunked(**v5, ids, 1 << 20, 16));
 }
 
-ForwardBatch one_sequence(const std::vector<int32_t>& ids, int64_t max_length, int64_t block_size) {
-    ForwardBatch batch;
-    const int64_t blocks = (int64_t(ids.size()) + block_size - 1) / block_size;
-    std::vector<int32_t> table;
-    for (int64_t b = 0; b < blocks; ++b) table.push_back(int32_t(b));
-    batch.attention.query_start = {0, int32_t(ids.size())};
-    batch.attention.block_tables = {table};
-    batch.max_lengths = {max_length};
-    for (size_t p = 0; p < ids.size(); ++p) {
-        batch.token_ids.push_back(ids[p]);
-        batch.attention.positions.push_back(int32_t(p));
-        batch.slot_mapping.push_back(int64_t(p));
-        batch.logits_indices.push_back(int32_t(p));
-    }
-    return batch;
-}
-
 std::vector<float> logits_of(Decoder& decoder, const std::vector<int32_t>& ids, int64_t max_length) {
     KvCacheTensors kv = KvCacheTensors::allocate(decoder.config(), 16, 16);
-    Tensor logits = decoder.forward(one_sequence(ids, max_length, 16), kv);
+    std::vector<int32_t> table;
+    for (int32_t b = 0; b < 16; ++b) table.push_back(b);
+    RunnerSequence seq;
+    seq.token_ids = ids;
+    seq.num_new_tokens = int64_t(ids.size());
+    seq.block_table = table;
+    seq.num_prompt_logits = seq.num_new_tokens;
+    seq.max_length = max_length;
+    ExecutorOptions options;
+    options.max_num_tokens = int64_t(ids.size());
+    options.max_num_sequences = 1;
+    options.max_model_len = 16 * 16;
+    ForwardExecutor executor(decoder, options);
+    const TensorView logits = executor.execute({&seq, 1}, kv);
     return std::vector<float>(logits.as<float>(), logits.as<float>() + logits.numel());
 }
 

@@ -109,7 +109,13 @@ Tensor random_rows(int64_t rows, uint32_t seed) {
 
 Tensor run(const MoeBlock& block, const Tensor& x) {
     Tensor out = Tensor::empty({x.size(0), kHidden}, DType::kF32);
-    block.forward(x, out);
+    Workspace ws;  // sized by a dry run, as a runner sizes its own
+    ExecContext dry = ExecContext::cpu();
+    dry.dry_run = true;
+    block.forward(dry, ws, x, TensorView(), out);
+    ws.reserve(ws.high_water_bytes());
+    ws.reset();
+    block.forward(ExecContext::cpu(), ws, x, TensorView(), out);
     return out;
 }
 

@@ -87,6 +87,25 @@ TEST(Scheduler, MaxNumSeqsBoundsTheRunningSet) {
     EXPECT_EQ(h.scheduler.num_waiting(), 3);
 }
 
+// Forks (n > 1) join the running set without admission; a step still schedules at most max_num_seqs sequences
+// (the runner is sized for that many), the newest waiting a step, and every sequence finishes.
+TEST(Scheduler, MaxNumSeqsBoundsEachStepEvenWithForks) {
+    Harness h(256, config(4096, 2));
+    ASSERT_TRUE(h.scheduler.add_request(make_request(1, 10, 3, 50)).is_ok());
+    h.step();
+    for (RequestId child = 2; child <= 4; ++child) {
+        auto r = make_request(child, 10, 3, 50);
+        r->token_ids.push_back(int32_t(2000 + child));  // its own first sample, after the shared prompt
+        r->num_computed_tokens = 10;
+        h.scheduler.add_forked(1, std::move(r));
+    }
+    while (h.finished.size() < 4) {
+        SchedulerOutput out = h.step();
+        EXPECT_LE(out.scheduled.size(), 2u);
+        ASSERT_LT(h.num_steps, 50);
+    }
+}
+
 TEST(Scheduler, OutOfBlocksPreemptsTheNewestAndEveryRequestFinishes) {
     // 6 blocks of 16 tokens; each request grows to 60 tokens (4 blocks): two cannot run to the end together.
     Harness h(6, config(4096), /*prefix_caching=*/false);

@@ -1,0 +1,95 @@
+// ForwardBatchBuilder: the packed, padded batch arrays (slot -1 for padding, block tables [S, max_blocks]),
+// LongRoPE's per-token table offsets from each sequence's whole length, the same addresses for the same shape,
+// and one contiguous used prefix.
+#include "exec/forward_batch_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace taco {
+namespace {
+
+BatchLimits limits() {
+    BatchLimits l;
+    l.max_num_tokens = 32;
+    l.max_num_sequences = 4;
+    l.max_num_logits = 32;
+    l.max_blocks_per_seq = 4;
+    return l;
+}
+
+std::vector<int32_t> at(const TensorView& v) {
+    return std::vector<int32_t>(v.as<int32_t>(), v.as<int32_t>() + v.numel());
+}
+
+TEST(ForwardBatchBuilder, PacksSequencesPadsAndMapsSlots) {
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const std::vector<int32_t> a = {5, 6, 7, 8, 9, 10};  // 4 cached, 2 new
+    const std::vector<int32_t> b = {1, 2, 3};            // prefill of 3, prompt logits for the first 2
+    const std::vector<int32_t> table_a = {3, 1}, table_b = {2};
+    RunnerSequence sa{a, 4, 2, table_a, true};
+    RunnerSequence sb{b, 0, 3, table_b, true};
+    sb.num_prompt_logits = 2;
+    const RunnerSequence seqs[] = {sa, sb};
+    const ForwardBatch& batch = builder.build(seqs, 8);
+    EXPECT_EQ(batch.num_tokens, 8);
+    EXPECT_EQ(batch.num_sequences, 2);
+    EXPECT_EQ(at(batch.token_ids), (std::vector<int32_t>{9, 10, 1, 2, 3, 0, 0, 0}));
+    EXPECT_EQ(at(batch.attention.positions), (std::vector<int32_t>{4, 5, 0, 1, 2, 0, 0, 0}));
+    const int64_t* slots = batch.slot_mapping.as<int64_t>();
+    EXPECT_EQ(std::vector<int64_t>(slots, slots + 8), (std::vector<int64_t>{4, 5, 8, 9, 10, -1, -1, -1}));
+    EXPECT_EQ(at(batch.attention.query_start), (std::vector<int32_t>{0, 2, 5}));
+    EXPECT_EQ(at(batch.attention.seq_lens), (std::vector<int32_t>{6, 3}));
+    EXPECT_EQ(batch.attention.block_tables.shape_string(), "[2, 4]");
+    EXPECT_EQ(at(batch.attention.block_tables), (std::vector<int32_t>{3, 1, 0, 0, 2, 0, 0, 0}));
+    EXPECT_EQ(at(batch.logits_indices), (std::vector<int32_t>{1, 2, 3, 4}));
+    EXPECT_EQ(batch.attention.max_query_len, 3);
+    EXPECT_EQ(batch.attention.max_seq_len, 6);
+    EXPECT_EQ(at(batch.rotary_offsets), std::vector<int32_t>(8, 0));
+}
+
+TEST(ForwardBatchBuilder, SameShapeGetsSameAddressesAndTheUsedBytesAreOnePrefix) {
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const std::vector<int32_t> x = {1, 2, 3}, y = {7, 8, 9}, table = {0};
+    const RunnerSequence first[] = {{x, 0, 3, table, true}};
+    const RunnerSequence second[] = {{y, 0, 3, table, true}};
+    const ForwardBatch a = builder.build(first);
+    const ForwardBatch b = builder.build(second);
+    EXPECT_EQ(a.token_ids.data, b.token_ids.data);
+    EXPECT_EQ(a.attention.block_tables.data, b.attention.block_tables.data);
+    const auto used = builder.used_bytes();
+    const auto* end = static_cast<const uint8_t*>(b.attention.block_tables.data) + b.attention.block_tables.nbytes();
+    EXPECT_LE(end, used.data() + used.size());
+    EXPECT_EQ(static_cast<const uint8_t*>(b.token_ids.data), used.data());
+    // Rebased onto another buffer, every array keeps its offset.
+    std::vector<uint8_t> device(used.size());
+    const ForwardBatch r = builder.rebased(device.data(), Device::kCpu);
+    EXPECT_EQ(static_cast<uint8_t*>(r.slot_mapping.data) - device.data(),
+              static_cast<const uint8_t*>(b.slot_mapping.data) - used.data());
+}
+
+TEST(ForwardBatchBuilder, LongRopeOffsetsFollowEachSequencesWholeLength) {
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{8, 100});
+    const std::vector<int32_t> ids = {1, 2, 3}, table = {0, 1, 2};
+    RunnerSequence stays_short{ids, 0, 3, table, true};
+    stays_short.max_length = 8;
+    RunnerSequence grows{ids, 0, 3, table, true};
+    grows.max_length = 9;
+    const RunnerSequence seqs[] = {stays_short, grows};
+    const ForwardBatch& batch = builder.build(seqs);
+    EXPECT_EQ(at(batch.rotary_offsets), (std::vector<int32_t>{0, 0, 0, 100, 100, 100}));
+}
+
+TEST(ForwardBatchBuilder, StepsPastTheLimitsOrTheBlockTableAbort) {
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const std::vector<int32_t> ids(20, 1), short_table = {0};
+    const RunnerSequence too_few_blocks[] = {{ids, 0, 8, short_table, true}};
+    EXPECT_DEATH(builder.build(too_few_blocks), "needs 2 blocks");
+    const std::vector<int32_t> table = {0, 1, 2, 3};
+    const RunnerSequence ok[] = {{ids, 0, 8, table, true}};
+    EXPECT_DEATH(builder.build(ok, 33), "past the limits");
+}
+
+}  // namespace
+}  // namespace taco
