@@ -4,7 +4,6 @@
 
 #include "core/check.h"
 #include "kernels/cpu/cpu_ops.h"
-#include "kernels/cpu/dot_internal.h"
 
 namespace taco::ops {
 namespace {
@@ -50,8 +49,6 @@ bool runs(const ExecContext& ctx, const char* op) {
 }
 
 }  // namespace
-
-float dot(const float* a, const float* b, int64_t k) { return cpu::dot_f32(a, b, k); }
 
 void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView& y) {

@@ -28,9 +28,6 @@ namespace taco::ops {
 void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView& y);
 
-// The canonical dot product above, fp32 host inputs.
-float dot(const float* a, const float* b, int64_t k);
-
 // out[t, :] = table[ids[t], :].  ids: [T] i32; table: [V, H] float dtype; out: [T, H] act.
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out);
 
