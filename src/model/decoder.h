@@ -57,17 +57,17 @@ private:
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
     std::unique_ptr<RotaryTables> rotary_;
-    // Llama-style families (g-llama)
+    // Llama-style families
     Tensor final_norm_bias_;                      // [hidden] f32 when NormSpec::bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
     std::unique_ptr<RotaryTables> rotary_long_;   // LongRoPE's long factors, else null
-    // GPT-style families (g-gpt)
+    // GPT-style families
     TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
     Tensor lm_head_bias_;                     // [vocab] f32
     std::vector<float> alibi_slopes_;         // [heads], ALiBi only (rounded to bfloat16 when alibi_scaled)
-    // Remote-code families (g-remote)
+    // Remote-code families
     Tensor lm_head_normalized_;  // [vocab, hidden] f32, HeadSpec::norm_head only; lm_head_ views it
 };
 

@@ -1,6 +1,6 @@
 // The paged KV cache storage (ARCHITECTURE.md, "KV cache layout"): per layer, K and V each
 // [num_blocks, block_size, num_kv_heads, head_dim] f32 on the CPU backend. Block bookkeeping lives in cache/
-// (issue C); this is only the memory.
+// (KvCacheManager); this is only the memory.
 #pragma once
 
 #include <cstdint>
