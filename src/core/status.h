@@ -1,6 +1,7 @@
 // Status and Result<T>: how bad input (files, configs, requests) is reported. A Status carries a message a
 // user can act on ("model.safetensors: tensor 'x': offsets [0, 12) past end of data (8 bytes)"). Broken
-// invariants are not Statuses; they abort through TACO_CHECK (check.h).
+// invariants are not Statuses; they abort through TACO_CHECK (check.h). Both types are [[nodiscard]]: a Status
+// nobody looks at is an error nobody reports.
 #pragma once
 
 #include <optional>
@@ -10,9 +11,11 @@
 
 #include <fmt/format.h>
 
+#include "core/check.h"
+
 namespace taco {
 
-class Status {
+class [[nodiscard]] Status {
 public:
     Status() = default;  // ok
     static Status ok() { return Status(); }
@@ -39,9 +42,9 @@ Status error(fmt::format_string<Args...> format, Args&&... args) {
     return Status::error(fmt::format(format, std::forward<Args>(args)...));
 }
 
-// A value or the Status saying why there is none.
+// A value or the Status saying why there is none. value(), * and -> on an error abort with its message.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
 public:
     Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
     Result(Status status) : status_(std::move(status)) {
@@ -51,15 +54,28 @@ public:
     bool is_ok() const { return value_.has_value(); }
     explicit operator bool() const { return is_ok(); }
     const Status& status() const { return status_; }
-    T& value() & { return *value_; }
-    const T& value() const& { return *value_; }
-    T&& value() && { return std::move(*value_); }
-    T* operator->() { return &*value_; }
-    const T* operator->() const { return &*value_; }
-    T& operator*() & { return *value_; }
-    const T& operator*() const& { return *value_; }
+    T& value() & {
+        check_has_value();
+        return *value_;
+    }
+    const T& value() const& {
+        check_has_value();
+        return *value_;
+    }
+    T&& value() && {
+        check_has_value();
+        return std::move(*value_);
+    }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
 
 private:
+    void check_has_value() const {
+        TACO_CHECK_MSG(value_.has_value(), "Result holds an error, not a value: {}", status_.message());
+    }
+
     std::optional<T> value_;
     Status status_;
 };

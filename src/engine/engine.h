@@ -30,7 +30,7 @@ struct GenerationInput {
     SamplingParams params;
 };
 
-// Counters the server exports (vLLM's metric names in issue D).
+// Counters the server exports under vLLM's metric names (server/metrics.cc: vllm:num_requests_running, ...).
 struct EngineStats {
     int64_t num_running = 0;
     int64_t num_waiting = 0;

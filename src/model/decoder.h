@@ -86,19 +86,19 @@ private:
     TensorView lm_head_;                      // [vocab, hidden]
     Tensor final_norm_;                       // [hidden] f32
     std::vector<DecoderLayerWeights> layers_;
-    std::unique_ptr<RotaryTables> rotary_;  // [2 x] max_model_len rows after prepare(); LongRoPE's long rows after
+    std::unique_ptr<RotaryTables> rotary_;  // [2 x] max_model_len rows after prepare() (LongRoPE: short, then long)
     DecoderRunOptions run_;                 // as prepare() was last given them
-    // Llama-style families (g-llama)
+    // Llama-style families
     Tensor final_norm_bias_;                      // [hidden] f32 when NormSpec::bias
     std::unique_ptr<RotaryTables> rotary_local_;  // sliding layers' rope (Gemma3), else null
-    // GPT-style families (g-gpt)
+    // GPT-style families
     TensorView pos_embed_;                    // [max_positions + position_offset, hidden], learned positions only
     Tensor embed_norm_, embed_norm_bias_;     // [hidden] f32 (Bloom)
     LinearWeights project_in_, project_out_;  // OPT with word_embed_proj_dim != hidden_size
     Tensor lm_head_bias_;                     // [vocab] f32
     Tensor alibi_slopes_;                     // [heads] f32, ALiBi only (rounded to bfloat16 when alibi_scaled)
-    // Remote-code families (g-remote)
-    Tensor lm_head_normalized_;  // [vocab, hidden] f32, ArchSpec::norm_head only; lm_head_ views it
+    // Remote-code families
+    Tensor lm_head_normalized_;  // [vocab, hidden] f32, HeadSpec::norm_head only; lm_head_ views it
 };
 
 }  // namespace taco

@@ -24,13 +24,13 @@ struct DecoderLayerWeights {
     LinearWeights gate, up, down;  // gate, up: [intermediate, hidden]; down: [hidden, intermediate]
     int sliding_window = 0;        // 0: full attention on this layer
 
-    // Llama-style families (g-llama)
+    // Llama-style families
     Tensor input_norm_bias, post_attention_norm_bias;    // [hidden] f32 when NormSpec::bias
     Tensor pre_feedforward_norm, post_feedforward_norm;  // [hidden] f32 with ResidualLayout::kSandwich
     Tensor q_norm, k_norm;      // [head_dim] f32; [heads | kv_heads, head_dim] when AttentionSpec::qk_norm_per_head
     bool local_rotary = false;  // a sliding layer of a model with its own local rope (Gemma3)
 
-    // GPT-style families (g-gpt)
+    // GPT-style families
     Tensor q_norm_bias, k_norm_bias;  // [head_dim] f32 when qk_norm with NormSpec::bias (Phi qk_layernorm)
 
     // MoE

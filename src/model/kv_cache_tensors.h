@@ -1,7 +1,7 @@
 // The paged KV cache storage (ARCHITECTURE.md, "KV cache layout"): per layer, K and V each
 // [num_blocks, block_size, num_kv_heads, head_dim] in the cache dtype the runner chose (f32 on the CPU backend)
-// and in its memory (host, pinned host for a GPU runner's host tier, device). Block bookkeeping lives in cache/;
-// this is only the memory.
+// and in its memory (host, pinned host for a GPU runner's host tier, device). Block bookkeeping lives in cache/
+// (KvCacheManager); this is only the memory.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// `taco_llm generate` as the "done when" runs it, and its errors.
+// `taco_llm generate` end to end (greedy parity with transformers, seeded sampling, prompt files), and its errors.
 #include <filesystem>
 #include <fstream>
 #include <sstream>

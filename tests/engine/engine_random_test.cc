@@ -1,4 +1,4 @@
-// Randomized workloads through the whole engine (issue C, item 7): random arrival order, lengths, shared
+// Randomized workloads through the whole engine: random arrival order, lengths, shared
 // prefixes, n > 1, aborts and tiny KV pools that force preemption. Every request must end with the right finish
 // reason, greedy and seeded outputs must equal the same request run alone, and no KV block may leak.
 #include <numeric>

@@ -50,13 +50,13 @@ INSTANTIATE_TEST_SUITE_P(AllGoldenModels, BatchInvariance,
                                            // MoE
                                            "mixtral", "qwen2_moe", "qwen3_moe", "phimoe", "phimoe_longrope"),
                          [](const auto& info) { return info.param; });
-// GPT-style families (g-gpt): learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
+// GPT-style families: learned positions + Conv1D, post-norm + project_in/out, per-head fused qkv + parallel
 // residual, interleaved partial rotary, per-kv-group qkv, ALiBi.
 INSTANTIATE_TEST_SUITE_P(GptStyleGoldenModels, BatchInvariance,
                          ::testing::Values("gpt2", "opt_proj", "gpt_neox", "gptj", "falcon_new", "bloom",
                                            "phi_qk_layernorm", "falcon_alibi_16heads"),
                          [](const auto& info) { return info.param; });
-// Remote-code families (g-remote): interleaved half-head rotary + fused gate/up (ChatGLM), Qwen v1, W_pack
+// Remote-code families: interleaved half-head rotary + fused gate/up (ChatGLM), Qwen v1, W_pack
 // (Baichuan), q/k/v/o biases (InternLM), grouped wqkv (InternLM2), ALiBi + NormHead (Baichuan2-13B).
 INSTANTIATE_TEST_SUITE_P(RemoteCodeGoldenModels, BatchInvariance,
                          ::testing::Values("chatglm3", "qwen", "baichuan", "internlm", "internlm2", "baichuan2_13b"),

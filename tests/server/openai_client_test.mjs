@@ -81,7 +81,7 @@ function check(kind, value) {
 
 const binary = process.argv[2];
 const key = 'test-key';
-// No MODEL: the built-in demo model (models/demo, issue F), reported as "demo".
+// No MODEL: the built-in demo model (models/demo), reported as "demo".
 const server = spawn(binary, ['serve', '--host', '127.0.0.1', '--port', '0', '--disable-log-requests'],
   { cwd: root, env: { ...process.env, TACO_LLM_API_KEY: key }, stdio: ['ignore', 'pipe', 'inherit'] });
 const port = await new Promise((resolve, reject) => {

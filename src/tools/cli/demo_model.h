@@ -1,4 +1,4 @@
-// The built-in demo model (issue F): `taco_llm generate` and `taco_llm serve` with no MODEL use models/demo, the
+// The built-in demo model: `taco_llm generate` and `taco_llm serve` with no MODEL use models/demo, the
 // small model we train ourselves (tools/demo_model/). It ships beside the binary rather than inside it, so the
 // weights stay mmapped from disk like any other checkpoint.
 #pragma once
