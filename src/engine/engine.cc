@@ -8,6 +8,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "engine/stop_checker.h"
+#include "exec/kv_sizing.h"
 #include "exec/sampler.h"
 #include "tokenizer/incremental_detokenizer.h"
 
@@ -46,8 +47,6 @@ struct Engine::RequestGroup {
 };
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 bool folder_has_tokenizer(const std::string& dir) {
     for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json"})
@@ -88,35 +87,28 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
     TACO_RETURN_IF_ERROR(sc.validate());
 
-    const int64_t block_size = config.block_size;
-    const int64_t block_bytes = ModelRunner::kv_bytes_per_block(model, block_size);
-    const int64_t blocks_per_seq = (sc.max_model_len + block_size - 1) / block_size;
-    int64_t num_device_blocks = config.num_device_blocks;
-    if (num_device_blocks <= 0) {
-        const double gb = config.kv_cache_gb > 0 ? config.kv_cache_gb : 4.0;
-        // No more than every running request at full length can use.
-        num_device_blocks =
-            std::min<int64_t>(int64_t(gb * kGiB / double(block_bytes)), blocks_per_seq * sc.max_num_seqs);
-    }
-    if (num_device_blocks < blocks_per_seq)
-        return error(
-            "the KV cache holds {} blocks of {} tokens, too few for one request of --max-model-len {} "
-            "(raise --kv-cache-gb or lower --max-model-len)",
-            num_device_blocks, block_size, sc.max_model_len);
-    const int64_t num_host_blocks = config.num_host_blocks >= 0
-                                        ? config.num_host_blocks
-                                        : int64_t(config.host_cache_gb * kGiB / double(block_bytes));
+    // The CPU backend's cache is f32 (KvCacheTensors).
+    KvSizingConfig sizing_config = KvSizingConfig::for_model(model, config.block_size, DType::kF32);
+    sizing_config.kv_cache_gb = config.kv_cache_gb;
+    sizing_config.host_cache_gb = config.host_cache_gb;
+    sizing_config.num_device_blocks = config.num_device_blocks;
+    sizing_config.num_host_blocks = config.num_host_blocks;
+    sizing_config.max_model_len = sc.max_model_len;
+    sizing_config.max_num_seqs = sc.max_num_seqs;
+    TACO_ASSIGN_OR_RETURN(const KvSizing sizing, size_kv_cache(sizing_config));
 
     KvCacheConfig kc;
-    kc.num_device_blocks = num_device_blocks;
-    kc.num_host_blocks = num_host_blocks;
-    kc.block_size = block_size;
+    kc.num_device_blocks = sizing.num_device_blocks;
+    kc.num_host_blocks = sizing.num_host_blocks;
+    kc.block_size = config.block_size;
     kc.enable_prefix_caching = config.enable_prefix_caching;
     TACO_RETURN_IF_ERROR(kc.validate());
     engine->kv_cache_ = std::make_unique<KvCacheManager>(kc);
     engine->scheduler_ = std::make_unique<Scheduler>(sc, *engine->kv_cache_);
-    engine->runner_ = std::make_unique<ModelRunner>(std::move(decoder), num_device_blocks, num_host_blocks, block_size);
-    log_debug("engine: {} device blocks, {} host blocks of {} tokens", num_device_blocks, num_host_blocks, block_size);
+    engine->runner_ =
+        std::make_unique<ModelRunner>(std::move(decoder), kc.num_device_blocks, kc.num_host_blocks, kc.block_size);
+    log_debug("engine: {} device blocks, {} host blocks of {} tokens", kc.num_device_blocks, kc.num_host_blocks,
+              kc.block_size);
     engine->thread_ = std::thread([e = engine.get()] { e->step_loop(); });
     return engine;
 }

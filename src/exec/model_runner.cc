@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "exec/kv_sizing.h"
 
 namespace taco {
 
@@ -13,8 +14,7 @@ ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder, int64_t num_device_bl
       host_kv_(KvCacheTensors::allocate(decoder_->config(), num_host_blocks, block_size)) {}
 
 int64_t ModelRunner::kv_bytes_per_block(const ModelConfig& config, int64_t block_size) {
-    return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
-           int64_t(sizeof(float));
+    return taco::kv_bytes_per_block(config, block_size, DType::kF32);
 }
 
 void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
