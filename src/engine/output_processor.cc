@@ -111,7 +111,10 @@ void OutputProcessor::add_prompt_logprobs(int64_t position, std::span<const floa
 RequestOutput OutputProcessor::new_output(int64_t num_cached_tokens) {
     RequestOutput out;
     out.id = id_;
-    out.prompt_ids = prompt_ids_;
+    if (!prompt_sent_) {
+        out.prompt_ids = prompt_ids_;
+        prompt_sent_ = true;
+    }
     out.num_cached_tokens = num_cached_tokens;
     return out;
 }

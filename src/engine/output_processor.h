@@ -8,9 +8,10 @@
 // back so far, unless a stop string cut it). Every delta is added to the whole sample too.
 //
 // Outputs: take_delta() turns the pending delta into the RequestOutput a stream shows (n samples, streamed);
-// final_output() builds the one output of a best_of request from the samples its RequestGroup chose. Prompt
-// logprobs travel once, with the first output after the whole prompt has been computed (and in a best_of final
-// output).
+// final_output() builds the one output of a best_of request from the samples its RequestGroup chose. The prompt
+// travels once: only the first output of a request carries prompt_ids (OutputStream::wait_final keeps it), so
+// a streamed delta costs its new tokens, not the prompt again. Prompt logprobs travel once too, with the first
+// output after the whole prompt has been computed (and in a best_of final output).
 #pragma once
 
 #include <cstdint>
@@ -78,7 +79,7 @@ private:
     SampleText& sample(int64_t index);
     // Adds `delta` to the pending delta and to the whole sample.
     void record(SampleOutput delta);
-    // The fields every output carries.
+    // The fields every output carries; the prompt only in the first one.
     RequestOutput new_output(int64_t num_cached_tokens);
 
     RequestId id_;
@@ -89,6 +90,7 @@ private:
     std::vector<SampleText> samples_;  // by sample index
     std::vector<SampleOutput> pending_;
     std::vector<SampleLogprobs> prompt_logprobs_;  // of prompt tokens 1.., filled as the prompt is computed
+    bool prompt_sent_ = false;
     bool prompt_logprobs_sent_ = false;
 };
 

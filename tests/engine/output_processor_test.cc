@@ -1,5 +1,5 @@
-// OutputProcessor alone: the stop rules (stop ids, EOS, length, stop strings), the whole sample, and the prompt
-// logprobs sent once.
+// OutputProcessor alone: the stop rules (stop ids, EOS, length, stop strings), the whole sample, and what each
+// output carries (the prompt and the prompt logprobs once).
 #include "engine/output_processor.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +79,33 @@ TEST(OutputProcessor, TheWholeSampleGathersEveryDelta) {
     ASSERT_EQ(delta->samples.size(), 4u);  // in the order they came
     EXPECT_EQ(delta->samples[3].index, 1);
     EXPECT_DOUBLE_EQ(delta->samples[3].cumulative_logprob, -0.75);  // an abort reports the sum so far
+}
+
+TEST(OutputProcessor, OnlyTheFirstOutputCarriesThePrompt) {
+    OutputProcessor out = make(params_with(10));
+    EXPECT_FALSE(out.take_delta(false, 0).has_value());  // nothing new: nothing sent, the prompt still pending
+    out.append_token(0, 5, nullptr, 0, false);
+    auto first = out.take_delta(false, 3);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->id, 7u);
+    EXPECT_EQ(first->prompt_ids, kPrompt);
+    EXPECT_EQ(first->num_cached_tokens, 3);
+    out.append_token(0, 6, nullptr, 0, false);
+    auto second = out.take_delta(false, 3);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_TRUE(second->prompt_ids.empty());
+    EXPECT_EQ(second->num_cached_tokens, 3);
+    auto last = out.take_delta(true, 3);  // finished with nothing new: still sent
+    ASSERT_TRUE(last.has_value());
+    EXPECT_TRUE(last->finished);
+    EXPECT_TRUE(last->samples.empty());
+    EXPECT_TRUE(last->prompt_ids.empty());
+
+    OutputProcessor failing = make(params_with(10));
+    RequestOutput error = failing.error_output("boom");
+    EXPECT_EQ(error.prompt_ids, kPrompt);
+    EXPECT_TRUE(error.finished);
+    EXPECT_EQ(error.error, "boom");
 }
 
 TEST(OutputProcessor, PromptLogprobsTravelOnceWhenThePromptIsDone) {
