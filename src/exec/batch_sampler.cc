@@ -62,12 +62,13 @@ private:
         return !(philox::add_rn(scaled, philox::kMaxGumbel) < best_key_);
     }
 
-    // The largest float that cannot reach the best key. The scaled logit is monotone in the logit, so every
-    // logit at or below it is out too. Starts from the exact inverse and steps down past rounding.
+    // A float that cannot reach the best key; the scaled logit is monotone in the logit, so no logit at or
+    // below it can. The exact inverse, stepped down past rounding; if a few steps do not do, the old cut-off
+    // (for a lower best key) still holds.
     void update_cutoff() {
         float cutoff = float(double(max_logit_) + (double(best_key_) - philox::kMaxGumbel) * temperature_);
-        while (std::isfinite(cutoff) && may_reach(cutoff)) cutoff = std::nextafter(cutoff, -INFINITY);
-        cutoff_ = cutoff;
+        for (int step = 0; step < 8 && may_reach(cutoff); ++step) cutoff = std::nextafter(cutoff, -INFINITY);
+        if (!may_reach(cutoff)) cutoff_ = std::max(cutoff_, cutoff);
     }
 
     uint64_t seed_;

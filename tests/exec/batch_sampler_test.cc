@@ -245,6 +245,24 @@ TEST(BatchSampler, DrawIsTheGumbelMaxOverTheAllowedTokens) {
     EXPECT_EQ(checked, 3 * 3 * 3 * 2 * 2 * 8);
 }
 
+// Without filters the sampler rules most tokens out by a cut-off on their logit and a bound on their noise;
+// flat rows are where a wrong cut-off would show (the winning noise is large there).
+TEST(BatchSampler, UnfilteredDrawIsTheGumbelMaxOverManyDraws) {
+    std::mt19937 rng(4);
+    BatchSampler sampler;
+    for (float spread : {0.0f, 0.05f, 1.0f, 3.0f}) {
+        std::normal_distribution<float> normal(0.0f, std::max(spread, 1e-30f));
+        std::vector<float> logits(3000);
+        for (float& v : logits) v = spread > 0 ? normal(rng) : 0.5f;
+        for (double temperature : {1.0, 0.5}) {
+            const SamplingParams p = random_params(temperature);
+            for (int64_t d = 0; d < 300; ++d)
+                ASSERT_EQ(sampler.sample_one(logits, make_row(p, 77, d)).token, reference_draw(p, logits, 77, d))
+                    << "spread " << spread << " t " << temperature << " draw " << d;
+        }
+    }
+}
+
 TEST(BatchSampler, TokensDependOnSeedAndDrawIndex) {
     const SamplingParams params = random_params(1.0);
     const std::vector<float> flat(64, 0.0f);
