@@ -8,8 +8,10 @@
 //      (temperature, min_p, top-k, top-p) and a Gumbel-max draw among them: the allowed token with the
 //      largest gumbel_key(logit, max logit, temperature, gumbel_noise(seed, draw_index, token)), lowest id on
 //      ties. That is a draw from their renormalised softmax, and since the noise depends on nothing but
-//      (seed, draw index, token), a seeded request gives the same tokens alone or batched, in any order, and
-//      a GPU implementation of philox.h draws the same token from the same logits.
+//      (seed, draw index, token), a seeded request gives the same tokens alone or batched, in any order.
+//      philox.h computes the noise and the keys bit for bit the same on a GPU, so a device sampler draws the
+//      same token from the same allowed set (TokenFilter works in double with libm's exp: a token exactly on
+//      a top-p or min-p edge could fall the other way there).
 // Rows are independent and run in parallel on ThreadPool::global(); each thread has its own scratch, kept
 // between calls.
 #pragma once

@@ -11,8 +11,7 @@ namespace taco {
 
 SampleLogprobs logprobs_of(std::span<const float> logits, int32_t token, int64_t top_k) {
     TACO_CHECK(valid_token_id(token, logits.size()));
-    double max_logit = kNegInf;
-    for (float v : logits) max_logit = std::max(max_logit, order_key(v));
+    const double max_logit = double(taco::max_logit(logits));
     double sum = 0;
     if (max_logit > kNegInf)
         for (float v : logits) sum += std::exp(order_key(v) - max_logit);

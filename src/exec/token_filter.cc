@@ -12,12 +12,6 @@ namespace {
 // exp() of anything lower is 0 in double.
 constexpr double kMinExponent = -746.0;
 
-double max_order_key(std::span<const float> logits) {
-    double max_logit = kNegInf;
-    for (float v : logits) max_logit = std::max(max_logit, order_key(v));
-    return max_logit;
-}
-
 }  // namespace
 
 bool TokenFilter::restricts(const SamplingParams& params, size_t vocab) {
@@ -26,7 +20,7 @@ bool TokenFilter::restricts(const SamplingParams& params, size_t vocab) {
 
 void TokenFilter::select(const SamplingParams& params, std::span<const float> logits) {
     candidates_.clear();
-    const double max_logit = max_order_key(logits);
+    const double max_logit = double(taco::max_logit(logits));
     if (!std::isfinite(max_logit)) return;
 
     // top-k keeps every token tied with the k-th largest (vLLM masks logits < the k-th value). vLLM applies
@@ -105,7 +99,7 @@ std::vector<int32_t> TokenFilter::allowed_tokens(const SamplingParams& params, s
         filter.select(params, logits);
         for (const Candidate& c : filter.candidates()) tokens.push_back(c.token);
         std::sort(tokens.begin(), tokens.end());
-    } else if (std::isfinite(max_order_key(logits))) {
+    } else if (std::isfinite(max_logit(logits))) {
         for (size_t i = 0; i < logits.size(); ++i)
             if (order_key(logits[i]) > kNegInf) tokens.push_back(int32_t(i));
     }
