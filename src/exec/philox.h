@@ -84,9 +84,11 @@ TACO_HOST_DEVICE inline float mul_rn(float a, float b) {
     return __fmul_rn(a, b);
 #else
     float p = a * b;
-#if defined(__FP_FAST_FMAF) && (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-    asm("" : "+x"(p));  // opaque: the add that uses p cannot see the product
-#elif defined(__FP_FAST_FMAF) && (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+    // Opaque, so the add that uses p cannot see the product. Always, not only where __FP_FAST_FMAF says the
+    // translation unit targets FMA: a function with __attribute__((target("fma"))) may inline this one.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    asm("" : "+x"(p));
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
     asm("" : "+w"(p));
 #elif defined(__FP_FAST_FMAF)
     volatile float rounded = p;

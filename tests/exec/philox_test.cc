@@ -127,6 +127,38 @@ TEST(Philox, GumbelNoiseHasTheGumbelMeanAndVariance) {
     EXPECT_GT(distinct.size(), 990u);
 }
 
+// A hash of the noise and keys over every input: any bit that differs changes it.
+template <class Noise, class Key>
+uint64_t hash_of_all_noise(Noise noise, Key key) {
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    for (uint32_t m = 0; m < (1u << 23); m += 3) {
+        const float g = noise(m << 9);
+        const float k = key(float(m % 1000) / 7.0f, g);
+        hash = (hash ^ philox::float_to_bits(g)) * 1099511628211ull;
+        hash = (hash ^ philox::float_to_bits(k)) * 1099511628211ull;
+    }
+    return hash;
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+// Compiled for FMA, where GCC fuses a product into the add that uses it unless told not to.
+__attribute__((target("fma"))) uint64_t hash_with_fma() {
+    return hash_of_all_noise([](uint32_t bits) { return philox::gumbel_from_bits(bits); },
+                             [](float logit, float g) { return gumbel_key(logit, 9.0f, 0.7f, g); });
+}
+#endif
+
+TEST(Philox, NoiseIsTheSameBitsWhenTheCompilerMayFuseMultiplyAdds) {
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    if (!__builtin_cpu_supports("fma")) GTEST_SKIP() << "no FMA on this CPU";
+    const uint64_t plain = hash_of_all_noise([](uint32_t bits) { return philox::gumbel_from_bits(bits); },
+                                             [](float logit, float g) { return gumbel_key(logit, 9.0f, 0.7f, g); });
+    EXPECT_EQ(hash_with_fma(), plain);
+#else
+    GTEST_SKIP() << "x86-64 only";
+#endif
+}
+
 TEST(Philox, GumbelKeyIsScaledLogitPlusNoise) {
     EXPECT_EQ(gumbel_key(3.0f, 5.0f, 0.5f, 1.25f), -2.75f);
     EXPECT_EQ(gumbel_key(5.0f, 5.0f, 0.01f, -0.5f), -0.5f);
