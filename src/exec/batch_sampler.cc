@@ -34,7 +34,7 @@ public:
         : seed_(row.seed), draw_index_(row.draw_index), max_logit_(max_logit), temperature_(temperature) {}
 
     int32_t best() const { return best_token_; }
-    // Logits at or below this cannot win any more (tokens with a higher id cannot tie either).
+    // Logits at or below this cannot reach the best key any more, whatever their noise.
     float cutoff() const { return cutoff_; }
 
     void consider(int32_t token, float logit) {
