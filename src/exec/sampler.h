@@ -15,20 +15,10 @@
 #include <span>
 #include <vector>
 
+#include "exec/sample_logprobs.h"
 #include "exec/sampling_params.h"
 
 namespace taco {
-
-struct TokenLogprob {
-    int32_t token = 0;
-    float logprob = 0;
-};
-
-struct SampleLogprobs {  // filled when params.logprobs is set
-    TokenLogprob sampled;
-    int64_t sampled_rank = 0;       // 1-based: how many tokens have a logprob >= the sampled one's (vLLM)
-    std::vector<TokenLogprob> top;  // params.logprobs entries, highest first (ties: lower id first)
-};
 
 struct SamplingContext {
     std::span<const int32_t> prompt_ids;
