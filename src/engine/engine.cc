@@ -6,7 +6,6 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "exec/kv_sizing.h"
-#include "exec/sampler.h"
 
 namespace taco {
 
@@ -317,42 +316,31 @@ void Engine::update_stats(bool count_step) {
 }
 
 // ---- Sampling ---------------------------------------------------------------------------------------------------
-// Each row's sampler edits a copy of the raw logits row (suppressed ids, penalties, temperature, ...) and draws
-// from its own RNG. The cumulative logprob that ranks best_of samples is the raw model logprob, as the reported
-// logprobs are. Rows are independent: the order they are sampled in changes nothing.
-std::vector<Engine::SampledToken> Engine::sample_rows(const Tensor& logits, std::span<const SampleRow> rows) {
-    const int64_t vocab = logits.size(1);
-    std::vector<SampledToken> tokens;
-    tokens.reserve(rows.size());
+// One BatchSampler call draws every row of the step; the draws of an n > 1 request's first step share its prompt
+// row. A sample's draws are keyed by its seed and its output length so far (the draw index), so its tokens do not
+// depend on what else is in the batch, on the order of the rows, or on a preemption (the recomputed sequence gives
+// the same logits, and the draw index goes on from the tokens kept). The cumulative logprob that ranks best_of
+// samples is the raw model logprob, as the reported logprobs are.
+std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::span<const SampleRow> rows) {
+    std::vector<SamplingRow> draws;
+    draws.reserve(rows.size());
     for (const SampleRow& row : rows) {
         const RequestGroup& group = *row.group;
-        SampleState& sample = *row.sample;
-        const std::span<const float> raw(logits.as<float>() + row.row * vocab, size_t(vocab));
         const SamplingParams& p = group.params();
-        std::vector<float> work(raw.begin(), raw.end());  // the sampler edits its logits in place
-        const Request& r = *scheduler_->find(sample.request_id);
-        const std::vector<int32_t>& output_ids = row.group->output().output_ids(sample.index);
-        std::vector<int32_t> suppressed;
-        if (output_ids.size() < size_t(p.min_tokens)) {
-            suppressed = p.stop_token_ids;
-            if (!p.ignore_eos) {
-                const auto& eos = runner_->config().generation.eos_token_ids;
-                suppressed.insert(suppressed.end(), eos.begin(), eos.end());
-            }
-        }
-        SamplingContext context{std::span<const int32_t>(r.token_ids.data(), size_t(r.num_prompt_tokens)), output_ids,
-                                suppressed};
-        SampleLogprobs logprobs;
-        const bool want_logprobs = p.logprobs.has_value();
-        SampledToken& t = tokens.emplace_back();
-        t.token = sample.sampler->sample(work, context, want_logprobs ? &logprobs : nullptr);
-        if (want_logprobs) {
-            t.logprob = logprobs.sampled.logprob;
-            t.logprobs = std::move(logprobs);
-        } else if (!group.streams_deltas()) {
-            t.logprob = Sampler::logprobs_of(raw, t.token, 0).sampled.logprob;
-        }
+        const std::vector<int32_t>& output_ids = row.group->output().output_ids(row.sample->index);
+        SamplingRow& draw = draws.emplace_back();
+        draw.logits_row = row.row;
+        draw.params = &p;
+        draw.seed = row.sample->seed;
+        draw.draw_index = int64_t(output_ids.size());
+        draw.prompt_ids = group.prompt_ids();
+        draw.output_ids = output_ids;
+        if (int64_t(output_ids.size()) < p.min_tokens) draw.suppressed_ids = group.min_tokens_suppressed_ids();
+        // Streamed samples need no logprob unless asked for (params.logprobs); best_of ranks by it.
+        draw.sampled_logprob = !group.streams_deltas();
     }
+    std::vector<SampledToken> tokens(rows.size());
+    sampler_.sample(logits, draws, tokens);
     return tokens;
 }
 // ---- End of sampling --------------------------------------------------------------------------------------------
@@ -373,9 +361,11 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, const Sampl
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.generation_tokens_total++;
     }
-    const std::optional<FinishReason> reason =
-        group.output().append_token(sample.index, sampled.token, sampled.logprobs ? &*sampled.logprobs : nullptr,
-                                    sampled.logprob, r.num_tokens() >= scheduler_config_.max_model_len);
+    // The sampler also gives the sampled token's logprob for best_of's ranking; it is shown only when asked for.
+    const SampleLogprobs* shown = group.params().logprobs && sampled.logprobs ? &*sampled.logprobs : nullptr;
+    const double logprob = sampled.logprobs ? sampled.logprobs->sampled.logprob : 0;
+    const std::optional<FinishReason> reason = group.output().append_token(
+        sample.index, sampled.token, shown, logprob, r.num_tokens() >= scheduler_config_.max_model_len);
     if (!reason) return;
     switch (*reason) {
         case FinishReason::kLength: finish_sample(group, sample, RequestStatus::kFinishedLength); return;

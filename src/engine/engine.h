@@ -21,6 +21,7 @@
 #include "engine/engine_config.h"
 #include "engine/output_stream.h"
 #include "engine/request_group.h"
+#include "exec/batch_sampler.h"
 #include "exec/model_runner.h"
 #include "exec/sampling_params.h"
 #include "sched/scheduler.h"
@@ -76,11 +77,6 @@ private:
         SampleState* sample;
         int64_t row;  // in the step's logits [rows, vocab]
     };
-    struct SampledToken {
-        int32_t token = 0;
-        std::optional<SampleLogprobs> logprobs;  // when the request asked for logprobs
-        double logprob = 0;                      // raw model logprob (0 when nothing needs it)
-    };
 
     Engine() = default;
     // Validates and tokenizes an input into a group that is not yet visible to the step thread.
@@ -88,8 +84,9 @@ private:
     void step_loop();
     void step();
     void drain_inbox();
-    // Sampling: one token for each of `rows` from this step's logits. Nothing else in the step samples.
-    std::vector<SampledToken> sample_rows(const Tensor& logits, std::span<const SampleRow> rows);
+    // Sampling: one token for each of `rows` from this step's logits [rows, vocab], in one BatchSampler call.
+    // Nothing else in the step samples.
+    std::vector<SampledToken> sample_rows(const TensorView& logits, std::span<const SampleRow> rows);
     void process_token(RequestGroup& group, SampleState& sample, const SampledToken& sampled);
     void fork_samples(RequestGroup& group);
     void finish_sample(RequestGroup& group, SampleState& sample, RequestStatus status);
@@ -111,6 +108,7 @@ private:
     // Owned by the step thread.
     std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
+    BatchSampler sampler_;
 
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable wake_;

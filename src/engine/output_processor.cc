@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "exec/sampler.h"
+#include "exec/sample_logprobs.h"
 
 namespace taco {
 
@@ -104,8 +104,7 @@ void OutputProcessor::add_prompt_logprobs(int64_t position, std::span<const floa
     TACO_CHECK(wants_prompt_logprobs());
     if (position != int64_t(prompt_logprobs_.size())) return;
     TACO_CHECK_LT(position + 1, int64_t(prompt_ids_.size()));
-    prompt_logprobs_.push_back(
-        Sampler::logprobs_of(logits, prompt_ids_[size_t(position + 1)], *params_.prompt_logprobs));
+    prompt_logprobs_.push_back(logprobs_of(logits, prompt_ids_[size_t(position + 1)], *params_.prompt_logprobs));
 }
 
 RequestOutput OutputProcessor::new_output(int64_t num_cached_tokens) {

@@ -23,9 +23,12 @@ RequestGroup::RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const 
       params_(params),
       num_samples_(params.best_of.value_or(params.n)),
       engine_seed_(engine_seed),
+      min_tokens_suppressed_ids_(params.stop_token_ids),
       stream_(std::make_shared<OutputStream>(id)),
-      output_(id, std::move(prompt_ids), params, tokenizer, std::move(eos_token_ids), num_samples_) {
+      output_(id, std::move(prompt_ids), params, tokenizer, eos_token_ids, num_samples_) {
     TACO_CHECK_GE(num_samples_, 1);
+    if (!params.ignore_eos)
+        min_tokens_suppressed_ids_.insert(min_tokens_suppressed_ids_.end(), eos_token_ids.begin(), eos_token_ids.end());
     samples_.reserve(size_t(num_samples_));
 }
 
@@ -41,11 +44,10 @@ std::unique_ptr<Request> RequestGroup::make_request(uint64_t arrival_order) cons
     return request;
 }
 
-std::unique_ptr<Sampler> RequestGroup::make_sampler(int64_t index) const {
-    if (index == 0) return std::make_unique<Sampler>(params_, mix_seed(engine_seed_, id_));
-    SamplingParams params = params_;
-    if (params.seed) params.seed = *params.seed + uint64_t(index);  // each sample its own stream, reproducibly
-    return std::make_unique<Sampler>(params, mix_seed(mix_seed(engine_seed_, id_), uint64_t(index)));
+uint64_t RequestGroup::seed_of(int64_t index) const {
+    if (params_.seed) return *params_.seed + uint64_t(index);  // each sample its own stream, reproducibly
+    const uint64_t group_seed = mix_seed(engine_seed_, id_);
+    return index == 0 ? group_seed : mix_seed(group_seed, uint64_t(index));
 }
 
 SampleState& RequestGroup::start() {
@@ -53,7 +55,7 @@ SampleState& RequestGroup::start() {
     SampleState& s = samples_.emplace_back();
     s.request_id = id_;
     s.index = 0;
-    s.sampler = make_sampler(0);
+    s.seed = seed_of(0);
     output_.add_sample(0);
     return s;
 }
@@ -70,7 +72,7 @@ std::vector<std::unique_ptr<Request>> RequestGroup::fork(const Request& parent,
         SampleState& s = samples_.emplace_back();
         s.request_id = child->id;
         s.index = i;
-        s.sampler = make_sampler(i);
+        s.seed = seed_of(i);
         output_.add_sample(i);
         children.push_back(std::move(child));
     }

@@ -2,9 +2,9 @@
 //
 // Sample 0 runs under the group's id from admission. When the prompt has been computed, fork() makes samples
 // 1..num_samples-1 as copies of sample 0's request: the scheduler shares its KV blocks copy-on-write
-// (Scheduler::add_forked), so the prompt is computed once. Each sample has its own Sampler: a request seed s
-// gives sample i the seed s + i (reproducible per sample); without one, the engine seed mixed with the group id
-// (and i) seeds it.
+// (Scheduler::add_forked), so the prompt is computed once. Each sample has its own seed for the engine's
+// BatchSampler: a request seed s gives sample i the seed s + i (reproducible per sample); without one, the engine
+// seed mixed with the group id (and i) seeds it.
 //
 // With n samples (best_of unset or equal to n) every delta is streamed as it comes. With best_of > n nothing is
 // streamed: once every sample has ended, the n with the highest cumulative logprob (the raw model logprob; ties
@@ -21,17 +21,16 @@
 
 #include "engine/output_processor.h"
 #include "engine/output_stream.h"
-#include "exec/sampler.h"
 #include "exec/sampling_params.h"
 #include "sched/request.h"
 
 namespace taco {
 
-// One of the samples of a group: its request in the scheduler and its own sampler (RNG).
+// One of the samples of a group: its request in the scheduler and the seed of its draws.
 struct SampleState {
     RequestId request_id = 0;
     int64_t index = 0;
-    std::unique_ptr<Sampler> sampler;
+    uint64_t seed = 0;  // SamplingRow::seed of every token this sample draws
     bool finished = false;
 };
 
@@ -55,6 +54,9 @@ public:
     // Reserved to num_samples: never reallocates, so pointers to samples stay valid.
     std::vector<SampleState>& samples() { return samples_; }
     SampleState& sample(size_t index) { return samples_.at(index); }
+    // The ids a sample may not draw while it has fewer than min_tokens tokens: the stop token ids, and EOS
+    // unless ignore_eos.
+    const std::vector<int32_t>& min_tokens_suppressed_ids() const { return min_tokens_suppressed_ids_; }
 
     // Sample 0's request for the scheduler (the prompt, under the group's id).
     std::unique_ptr<Request> make_request(uint64_t arrival_order) const;
@@ -77,12 +79,13 @@ public:
     RequestOutput error_output(std::string error) { return output_.error_output(std::move(error)); }
 
 private:
-    std::unique_ptr<Sampler> make_sampler(int64_t index) const;
+    uint64_t seed_of(int64_t index) const;
 
     RequestId id_;
     SamplingParams params_;
     int64_t num_samples_;
     uint64_t engine_seed_;
+    std::vector<int32_t> min_tokens_suppressed_ids_;
     std::shared_ptr<OutputStream> stream_;
     OutputProcessor output_;
     std::vector<SampleState> samples_;

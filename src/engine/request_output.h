@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cache/block.h"
-#include "exec/sampler.h"
+#include "exec/sample_logprobs.h"
 
 namespace taco {
 

@@ -5,7 +5,7 @@
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
-#include "exec/sampler.h"
+#include "exec/sample_logprobs.h"
 #include "model/decoder.h"
 #include "model/kv_cache_tensors.h"
 
@@ -42,7 +42,7 @@ std::vector<SampleLogprobs> reference_prompt_logprobs(const std::string& model, 
         }
         batch.logits_indices = {int32_t(k - 1)};
         Tensor logits = (*decoder)->forward(batch, kv);
-        out.push_back(Sampler::logprobs_of({logits.as<float>(), size_t(config.vocab_size)}, prompt[k], top));
+        out.push_back(logprobs_of({logits.as<float>(), size_t(config.vocab_size)}, prompt[k], top));
     }
     return out;
 }

@@ -2,6 +2,8 @@
 // the best n of best_of at the end).
 #include "engine/request_group.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 namespace taco {
@@ -28,16 +30,6 @@ void start_and_fork(RequestGroup& group) {
     std::unique_ptr<Request> parent = group.make_request(0);
     RequestId next = 100;
     group.fork(*parent, [&] { return next++; });
-}
-
-// Tokens the sampler of `sample` draws from flat logits [64].
-std::vector<int32_t> draws(Sampler& sampler, int count) {
-    std::vector<int32_t> tokens;
-    for (int i = 0; i < count; ++i) {
-        std::vector<float> logits(64, 0.f);
-        tokens.push_back(sampler.sample(logits, SamplingContext{}, nullptr));
-    }
-    return tokens;
 }
 
 TEST(RequestGroup, Sample0IsTheGroupsOwnRequest) {
@@ -79,26 +71,35 @@ TEST(RequestGroup, ForksCopyTheParentUnderNewIdsInSampleOrder) {
 TEST(RequestGroup, ARequestSeedGivesSampleITheSeedPlusI) {
     SamplingParams p = sampled(3);
     p.seed = 40;
-    RequestGroup group = make_group(p);
-    start_and_fork(group);
-    for (int64_t i = 0; i < 3; ++i) {
-        SamplingParams alone = p;
-        alone.seed = 40 + uint64_t(i);
-        Sampler reference(alone, /*fallback_seed=*/12345);
-        EXPECT_EQ(draws(*group.sample(size_t(i)).sampler, 20), draws(reference, 20)) << "sample " << i;
+    for (uint64_t engine_seed : {0u, 5u}) {
+        RequestGroup group = make_group(p, 3, engine_seed);
+        start_and_fork(group);
+        for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(group.sample(size_t(i)).seed, 40 + uint64_t(i)) << "sample " << i;
     }
 }
 
-TEST(RequestGroup, UnseededSamplesDrawTheirOwnReproducibleStreams) {
-    RequestGroup a = make_group(sampled(2), 3, /*engine_seed=*/7);
-    RequestGroup b = make_group(sampled(2), 3, /*engine_seed=*/7);
-    RequestGroup other_id = make_group(sampled(2), 4, /*engine_seed=*/7);
-    for (RequestGroup* g : {&a, &b, &other_id}) start_and_fork(*g);
-    const auto a0 = draws(*a.sample(0).sampler, 20), a1 = draws(*a.sample(1).sampler, 20);
-    EXPECT_EQ(a0, draws(*b.sample(0).sampler, 20));
-    EXPECT_EQ(a1, draws(*b.sample(1).sampler, 20));
-    EXPECT_NE(a0, a1);
-    EXPECT_NE(a0, draws(*other_id.sample(0).sampler, 20));
+TEST(RequestGroup, UnseededSamplesGetTheirOwnReproducibleSeeds) {
+    RequestGroup a = make_group(sampled(3), 3, /*engine_seed=*/7);
+    RequestGroup b = make_group(sampled(3), 3, /*engine_seed=*/7);
+    RequestGroup other_id = make_group(sampled(3), 4, /*engine_seed=*/7);
+    RequestGroup other_engine = make_group(sampled(3), 3, /*engine_seed=*/8);
+    for (RequestGroup* g : {&a, &b, &other_id, &other_engine}) start_and_fork(*g);
+    std::set<uint64_t> seeds;
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(a.sample(i).seed, b.sample(i).seed) << "sample " << i;
+        for (RequestGroup* g : {&a, &other_id, &other_engine}) seeds.insert(g->sample(i).seed);
+    }
+    EXPECT_EQ(seeds.size(), 9u) << "samples, group ids and engine seeds each change the seed";
+}
+
+TEST(RequestGroup, MinTokensSuppressStopTokenIdsAndEosUnlessIgnored) {
+    SamplingParams p = sampled(1);
+    p.stop_token_ids = {9, 11};
+    RequestGroup group(3, kPrompt, p, nullptr, /*eos_token_ids=*/{2, 5}, 0);
+    EXPECT_EQ(group.min_tokens_suppressed_ids(), std::vector<int32_t>({9, 11, 2, 5}));
+    p.ignore_eos = true;
+    RequestGroup ignoring(3, kPrompt, p, nullptr, {2, 5}, 0);
+    EXPECT_EQ(ignoring.min_tokens_suppressed_ids(), std::vector<int32_t>({9, 11}));
 }
 
 TEST(RequestGroup, NSamplesStreamEveryDelta) {
