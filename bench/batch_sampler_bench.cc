@@ -1,7 +1,6 @@
 // BatchSampler cost per step on a 151,936-entry vocabulary (Qwen2's), logits from a normal distribution with
 // sd 3 (roughly what small models produce; real, more peaked logits let the Gumbel cut-off rule out more):
 // greedy, plain temperature, top-k, top-p and everything at once, for 1 and 32 rows (argument) of a step.
-// Compare per row with sampler_bench (the per-request Sampler).
 #include <random>
 
 #include <benchmark/benchmark.h>

@@ -150,7 +150,7 @@ int32_t draw_token(std::span<const float> logits, const SamplingRow& row, TokenF
     GumbelArgmax gumbel(row, max_logit, temperature);
     if (TokenFilter::restricts(p, logits.size())) {
         filter.select(p, logits);
-        // None allowed (min_p above 1, which validate() rejects): the argmax, as the old sampler.
+        // None allowed (min_p above 1, which validate() rejects): the argmax.
         if (filter.candidates().empty()) return top;
         for (const TokenFilter::Candidate& c : filter.candidates()) gumbel.consider(c.token, logits[size_t(c.token)]);
         return gumbel.best();
