@@ -1,65 +1,20 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 #include "core/check.h"
 #include "core/file_util.h"
 #include "core/log.h"
-#include "engine/stop_checker.h"
-#include "exec/sampler.h"
-#include "tokenizer/incremental_detokenizer.h"
+#include "exec/kv_sizing.h"
 
 namespace taco {
 
-// One of the n (or best_of) samples of a request: its own sampler (RNG), detokenizer and stop-string state.
-struct Engine::SampleState {
-    RequestId request_id = 0;
-    int64_t index = 0;
-    std::unique_ptr<Sampler> sampler;
-    std::unique_ptr<IncrementalDetokenizer> detokenizer;
-    std::unique_ptr<StopChecker> stop_checker;
-    std::vector<int32_t> output_ids;
-    double cumulative_logprob = 0;
-    bool finished = false;
-    SampleOutput whole;  // everything emitted so far (final outputs of best_of > n)
-};
-
-// A user request: its prompt, parameters, stream and samples. Sample 0 runs from the start; samples 1.. are
-// forked from it (sharing its KV, copy-on-write) when the prompt has been computed.
-struct Engine::RequestGroup {
-    RequestId id = 0;
-    std::vector<int32_t> prompt_ids;
-    SamplingParams params;
-    int64_t num_samples = 1;  // best_of, else n
-    std::shared_ptr<OutputStream> stream;
-    std::vector<SampleState> samples;  // reserved to num_samples: never reallocates
-    bool forked = false;
-    int64_t num_finished = 0;
-    int64_t num_cached_tokens = 0;
-    std::vector<SampleLogprobs> prompt_logprobs;  // of prompt tokens 1.., filled as the prompt is computed
-    bool prompt_logprobs_sent = false;
-    bool streams_deltas() const { return num_samples == params.n; }
-    bool wants_prompt_logprobs() const { return params.prompt_logprobs.has_value(); }
-    bool prompt_logprobs_done() const { return prompt_logprobs.size() + 1 >= prompt_ids.size(); }
-};
-
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 bool folder_has_tokenizer(const std::string& dir) {
     for (const char* name : {"tokenizer.json", "tokenizer.model", "vocab.json"})
         if (file_exists(join_path(dir, name))) return true;
     return false;
-}
-
-uint64_t mix_seed(uint64_t a, uint64_t b) {
-    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    return x ^ (x >> 29);
 }
 
 }  // namespace
@@ -88,42 +43,34 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
     TACO_RETURN_IF_ERROR(sc.validate());
 
-    const int64_t block_size = config.block_size;
-    const int64_t block_bytes = ModelRunner::kv_bytes_per_block(model, block_size);
-    const int64_t blocks_per_seq = (sc.max_model_len + block_size - 1) / block_size;
-    int64_t num_device_blocks = config.num_device_blocks;
-    if (num_device_blocks <= 0) {
-        const double gb = config.kv_cache_gb > 0 ? config.kv_cache_gb : 4.0;
-        // No more than every running request at full length can use.
-        num_device_blocks =
-            std::min<int64_t>(int64_t(gb * kGiB / double(block_bytes)), blocks_per_seq * sc.max_num_seqs);
-    }
-    if (num_device_blocks < blocks_per_seq)
-        return error(
-            "the KV cache holds {} blocks of {} tokens, too few for one request of --max-model-len {} "
-            "(raise --kv-cache-gb or lower --max-model-len)",
-            num_device_blocks, block_size, sc.max_model_len);
-    const int64_t num_host_blocks = config.num_host_blocks >= 0
-                                        ? config.num_host_blocks
-                                        : int64_t(config.host_cache_gb * kGiB / double(block_bytes));
+    // The CPU backend's cache is f32 (KvCacheTensors).
+    KvSizingConfig sizing_config = KvSizingConfig::for_model(model, config.block_size, DType::kF32);
+    sizing_config.kv_cache_gb = config.kv_cache_gb;
+    sizing_config.host_cache_gb = config.host_cache_gb;
+    sizing_config.num_device_blocks = config.num_device_blocks;
+    sizing_config.num_host_blocks = config.num_host_blocks;
+    sizing_config.max_model_len = sc.max_model_len;
+    sizing_config.max_num_seqs = sc.max_num_seqs;
+    TACO_ASSIGN_OR_RETURN(const KvSizing sizing, size_kv_cache(sizing_config));
 
     KvCacheConfig kc;
-    kc.num_device_blocks = num_device_blocks;
-    kc.num_host_blocks = num_host_blocks;
-    kc.block_size = block_size;
+    kc.num_device_blocks = sizing.num_device_blocks;
+    kc.num_host_blocks = sizing.num_host_blocks;
+    kc.block_size = config.block_size;
     kc.enable_prefix_caching = config.enable_prefix_caching;
     TACO_RETURN_IF_ERROR(kc.validate());
     engine->kv_cache_ = std::make_unique<KvCacheManager>(kc);
     engine->scheduler_ = std::make_unique<Scheduler>(sc, *engine->kv_cache_);
     RunnerOptions ro;
-    ro.num_device_blocks = num_device_blocks;
-    ro.num_host_blocks = num_host_blocks;
-    ro.block_size = block_size;
+    ro.num_device_blocks = kc.num_device_blocks;
+    ro.num_host_blocks = kc.num_host_blocks;
+    ro.block_size = kc.block_size;
     ro.max_num_batched_tokens = sc.max_num_batched_tokens;
     ro.max_num_seqs = sc.max_num_seqs;
     ro.max_model_len = sc.max_model_len;
     engine->runner_ = std::make_unique<ModelRunner>(std::move(decoder), ro);
-    log_debug("engine: {} device blocks, {} host blocks of {} tokens", num_device_blocks, num_host_blocks, block_size);
+    log_debug("engine: {} device blocks, {} host blocks of {} tokens", kc.num_device_blocks, kc.num_host_blocks,
+              kc.block_size);
     engine->thread_ = std::thread([e = engine.get()] { e->step_loop(); });
     return engine;
 }
@@ -136,17 +83,10 @@ Engine::~Engine() {
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
     // Requests still in flight end with an abort so no reader blocks forever.
-    for (auto& [id, group] : groups_) {
-        RequestOutput out;
-        out.id = id;
-        out.prompt_ids = group->prompt_ids;
-        out.finished = true;
-        out.error = "the engine shut down";
-        group->stream->push(std::move(out));
-    }
+    for (auto& [id, group] : groups_) group->stream()->push(group->error_output("the engine shut down"));
 }
 
-Result<std::shared_ptr<Engine::RequestGroup>> Engine::prepare(GenerationInput input) {
+Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
     const ModelConfig& model = runner_->config();
     std::vector<int32_t> ids = std::move(input.prompt_ids);
     if (input.prompt) {
@@ -168,18 +108,13 @@ Result<std::shared_ptr<Engine::RequestGroup>> Engine::prepare(GenerationInput in
             "for the completion)",
             scheduler_config_.max_model_len, total, ids.size(), p.max_tokens);
 
-    auto group = std::make_shared<RequestGroup>();
-    group->id = next_id_++;
-    group->prompt_ids = std::move(ids);
-    group->params = p;
-    group->num_samples = p.best_of.value_or(p.n);
-    group->stream = std::make_shared<OutputStream>(group->id);
-    return group;
+    return std::make_shared<RequestGroup>(next_id_++, std::move(ids), p, tokenizer_.get(),
+                                          model.generation.eos_token_ids, config_.seed);
 }
 
 Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
     TACO_ASSIGN_OR_RETURN(auto group, prepare(std::move(input)));
-    auto stream = group->stream;
+    auto stream = group->stream();
     {
         std::lock_guard<std::mutex> lock(mutex_);
         inbox_.push_back(std::move(group));
@@ -207,7 +142,7 @@ std::vector<Result<RequestOutput>> Engine::generate(std::vector<GenerationInput>
             streams.push_back(group.status());
             continue;
         }
-        streams.push_back((*group)->stream);
+        streams.push_back((*group)->stream());
         groups.push_back(std::move(*group));
     }
     {
@@ -257,58 +192,30 @@ void Engine::drain_inbox() {
         aborts.swap(aborts_);
     }
     for (auto& group : inbox) {
-        auto request = std::make_unique<Request>();
-        request->id = group->id;
-        request->arrival_order = next_arrival_++;
-        request->token_ids = group->prompt_ids;
-        request->num_prompt_tokens = int64_t(group->prompt_ids.size());
-        request->max_total_tokens = request->num_prompt_tokens + group->params.max_tokens;
-        // Cached prompt blocks would leave positions without logits (vLLM skips prefix-cache hits likewise).
-        request->skip_prefix_cache = group->wants_prompt_logprobs();
-        Status added = scheduler_->add_request(std::move(request));
+        Status added = scheduler_->add_request(group->make_request(next_arrival_++));
         if (!added) {
-            RequestOutput out;
-            out.id = group->id;
-            out.finished = true;
-            out.error = added.message();
-            group->stream->push(std::move(out));
+            group->stream()->push(group->error_output(added.message()));
             continue;
         }
-        group->samples.reserve(size_t(group->num_samples));
-        group->samples.emplace_back();
-        SampleState& s = group->samples.back();
-        s.request_id = group->id;
-        s.index = 0;
-        const uint64_t fallback = mix_seed(config_.seed, group->id);
-        SamplingParams params = group->params;
-        s.sampler = std::make_unique<Sampler>(params, fallback);
-        if (tokenizer_)
-            s.detokenizer =
-                std::make_unique<IncrementalDetokenizer>(*tokenizer_, group->prompt_ids, params.skip_special_tokens);
-        s.stop_checker = std::make_unique<StopChecker>(params.stop, params.include_stop_str_in_output);
-        samples_[group->id] = {group.get(), 0};
-        groups_[group->id] = group;
+        group->start();
+        samples_[group->id()] = {group.get(), 0};
+        groups_[group->id()] = group;
         std::lock_guard<std::mutex> lock(mutex_);
-        stats_.prompt_tokens_total += int64_t(group->prompt_ids.size());
+        stats_.prompt_tokens_total += int64_t(group->prompt_ids().size());
     }
     for (RequestId id : aborts) {
         auto it = groups_.find(id);
         if (it == groups_.end()) continue;
         RequestGroup& group = *it->second;
-        RequestOutput delta;
-        for (SampleState& s : group.samples) {
+        for (SampleState& s : group.samples()) {
             if (s.finished) continue;
-            finish_sample(group, s, FinishReason::kAbort, RequestStatus::kFinishedAborted);
-            SampleOutput out;
-            out.index = s.index;
-            out.cumulative_logprob = s.cumulative_logprob;
-            out.finish_reason = FinishReason::kAbort;
-            delta.samples.push_back(std::move(out));
+            finish_sample(group, s, RequestStatus::kFinishedAborted);
+            group.output().finish(s.index, FinishReason::kAbort);
         }
         // Samples not forked yet will never exist: the group ends now.
-        group.num_finished = group.num_samples;
+        group.end_all();
         update_stats(/*count_step=*/false);
-        emit(group, std::move(delta));
+        emit(group);
     }
 }
 
@@ -343,66 +250,61 @@ void Engine::step() {
     scheduler_->update_after_step(out);
 
     const int64_t vocab = logits.size(1);
-    auto logits_row = [&](int64_t row) {
-        return std::span<const float>(logits.as<float>() + row * vocab, size_t(vocab));
-    };
-    std::unordered_map<RequestGroup*, RequestOutput> deltas;
+    std::vector<RequestGroup*> touched;  // groups with a sampling row this step, in row order
+    std::vector<SampleRow> sample_rows_of_step;
     int64_t row = 0;
     for (const Rows& r : rows) {
         auto found = samples_.find(r.id);
         TACO_CHECK(found != samples_.end());
         RequestGroup& group = *found->second.first;
         const size_t index = found->second.second;
-        for (int64_t i = 0; i < r.num_prompt_rows; ++i, ++row) {
-            // Position p's logits give the logprob of prompt token p + 1; rows recomputed after a preemption
-            // were recorded already.
-            const int64_t position = r.first_position + i;
-            if (position != int64_t(group.prompt_logprobs.size())) continue;
-            group.prompt_logprobs.push_back(Sampler::logprobs_of(
-                logits_row(row), group.prompt_ids[size_t(position + 1)], *group.params.prompt_logprobs));
-        }
+        for (int64_t i = 0; i < r.num_prompt_rows; ++i, ++row)
+            group.output().add_prompt_logprobs(r.first_position + i,
+                                               std::span<const float>(logits.as<float>() + row * vocab, size_t(vocab)));
         if (!r.samples) continue;
-        std::span<const float> raw = logits_row(row++);
-        auto& delta = deltas[&group];
+        const int64_t sample_row = row++;
+        if (std::find(touched.begin(), touched.end(), &group) == touched.end()) touched.push_back(&group);
         // Read now: a request that finishes in this step is gone from the scheduler by emit().
-        if (const Request* parent = scheduler_->find(group.id)) group.num_cached_tokens = parent->num_cached_tokens;
-        if (group.params.max_tokens == 0) {
-            finish_after_prompt(group, delta);
+        if (const Request* parent = scheduler_->find(group.id()))
+            group.set_num_cached_tokens(parent->num_cached_tokens);
+        if (group.params().max_tokens == 0) {
+            finish_after_prompt(group);
             continue;
         }
         // The other samples of an n > 1 request start here, from the same prompt logits.
-        if (group.num_samples > 1 && !group.forked) {
+        if (group.num_samples() > 1 && !group.forked()) {
             fork_samples(group);
-            for (size_t i = 1; i < group.samples.size(); ++i) sample_token(group, group.samples[i], raw, delta);
+            for (size_t i = 1; i < group.samples().size(); ++i)
+                sample_rows_of_step.push_back({&group, &group.sample(i), sample_row});
         }
-        sample_token(group, group.samples[index], raw, delta);
+        sample_rows_of_step.push_back({&group, &group.sample(index), sample_row});
     }
     TACO_CHECK_EQ(row, logits.size(0));
+    const std::vector<SampledToken> sampled = sample_rows(logits, sample_rows_of_step);
+    for (size_t i = 0; i < sampled.size(); ++i)
+        process_token(*sample_rows_of_step[i].group, *sample_rows_of_step[i].sample, sampled[i]);
     // Counters first, so a reader woken by its final output sees the step that produced it.
     update_stats(/*count_step=*/true);
-    for (auto& [group, delta] : deltas) emit(*group, std::move(delta));
+    for (RequestGroup* group : touched) emit(*group);
 }
 
 int64_t Engine::num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const {
     auto found = samples_.find(r.id);
     if (found == samples_.end()) return 0;
-    const RequestGroup& group = *found->second.first;
-    if (!group.wants_prompt_logprobs() || group.prompt_logprobs_done()) return 0;
+    RequestGroup& group = *found->second.first;
+    if (!group.output().wants_prompt_logprobs() || group.output().prompt_logprobs_done()) return 0;
     // Positions [num_computed, num_computed + num_new) computed now; those below num_prompt_tokens - 1 predict
     // a prompt token (the last prompt position predicts the first output token: the sampling row).
     const int64_t end = std::min(r.num_computed_tokens + num_new_tokens, r.num_prompt_tokens - 1);
     return std::max<int64_t>(0, end - r.num_computed_tokens);
 }
 
-void Engine::finish_after_prompt(RequestGroup& group, RequestOutput& delta) {
-    if (group.num_samples > 1 && !group.forked) fork_samples(group);
-    for (SampleState& s : group.samples) {
+void Engine::finish_after_prompt(RequestGroup& group) {
+    if (group.num_samples() > 1 && !group.forked()) fork_samples(group);
+    for (SampleState& s : group.samples()) {
         if (s.finished) continue;
-        finish_sample(group, s, FinishReason::kLength, RequestStatus::kFinishedLength);
-        SampleOutput out;
-        out.index = s.index;
-        out.finish_reason = FinishReason::kLength;
-        delta.samples.push_back(std::move(out));
+        finish_sample(group, s, RequestStatus::kFinishedLength);
+        group.output().finish(s.index, FinishReason::kLength);
     }
 }
 
@@ -419,166 +321,77 @@ void Engine::update_stats(bool count_step) {
     stats_.prefix_hits_host_tokens = kv.prefix_hits_host_tokens;
 }
 
-void Engine::sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw, RequestOutput& delta) {
-    const SamplingParams& p = group.params;
-    std::vector<float> work(raw.begin(), raw.end());  // the sampler edits its logits in place
-    const Request& r = *scheduler_->find(sample.request_id);
-    std::vector<int32_t> suppressed;
-    if (sample.output_ids.size() < size_t(p.min_tokens)) {
-        suppressed = p.stop_token_ids;
-        if (!p.ignore_eos) {
-            const auto& eos = runner_->config().generation.eos_token_ids;
-            suppressed.insert(suppressed.end(), eos.begin(), eos.end());
-        }
+// ---- Sampling ---------------------------------------------------------------------------------------------------
+// One BatchSampler call draws every row of the step; the draws of an n > 1 request's first step share its prompt
+// row. A sample's draws are keyed by its seed and its output length so far (the draw index), so its tokens do not
+// depend on what else is in the batch, on the order of the rows, or on a preemption (the recomputed sequence gives
+// the same logits, and the draw index goes on from the tokens kept). The cumulative logprob that ranks best_of
+// samples is the raw model logprob, as the reported logprobs are.
+std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::span<const SampleRow> rows) {
+    std::vector<SamplingRow> draws;
+    draws.reserve(rows.size());
+    for (const SampleRow& row : rows) {
+        const RequestGroup& group = *row.group;
+        const SamplingParams& p = group.params();
+        const std::vector<int32_t>& output_ids = row.group->output().output_ids(row.sample->index);
+        SamplingRow& draw = draws.emplace_back();
+        draw.logits_row = row.row;
+        draw.params = &p;
+        draw.seed = row.sample->seed;
+        draw.draw_index = int64_t(output_ids.size());
+        draw.prompt_ids = group.prompt_ids();
+        draw.output_ids = output_ids;
+        if (int64_t(output_ids.size()) < p.min_tokens) draw.suppressed_ids = group.min_tokens_suppressed_ids();
+        // Streamed samples need no logprob unless asked for (params.logprobs); best_of ranks by it.
+        draw.sampled_logprob = !group.streams_deltas();
     }
-    SamplingContext context{std::span<const int32_t>(r.token_ids.data(), size_t(r.num_prompt_tokens)),
-                            sample.output_ids, suppressed};
-    SampleLogprobs logprobs;
-    const bool want_logprobs = p.logprobs.has_value();
-    const int32_t token = sample.sampler->sample(work, context, want_logprobs ? &logprobs : nullptr);
-    // The cumulative logprob ranks best_of samples; it is the raw model logprob, as the reported logprobs.
-    double token_logprob = 0;
-    if (want_logprobs)
-        token_logprob = logprobs.sampled.logprob;
-    else if (!group.streams_deltas())
-        token_logprob = Sampler::logprobs_of(raw, token, 0).sampled.logprob;
-    process_token(group, sample, token, want_logprobs ? &logprobs : nullptr, token_logprob, delta);
+    std::vector<SampledToken> tokens(rows.size());
+    sampler_.sample(logits, draws, tokens);
+    return tokens;
 }
+// ---- End of sampling --------------------------------------------------------------------------------------------
 
 void Engine::fork_samples(RequestGroup& group) {
-    group.forked = true;
-    const Request& parent = *scheduler_->find(group.id);
-    for (int64_t i = 1; i < group.num_samples; ++i) {
-        auto child = std::make_unique<Request>(parent);
-        child->id = next_id_++;
-        group.samples.emplace_back();
-        SampleState& s = group.samples.back();
-        s.request_id = child->id;
-        s.index = i;
-        SamplingParams params = group.params;
-        if (params.seed) params.seed = *params.seed + uint64_t(i);  // each sample its own stream, reproducibly
-        s.sampler = std::make_unique<Sampler>(params, mix_seed(mix_seed(config_.seed, group.id), uint64_t(i)));
-        if (tokenizer_)
-            s.detokenizer =
-                std::make_unique<IncrementalDetokenizer>(*tokenizer_, group.prompt_ids, params.skip_special_tokens);
-        s.stop_checker = std::make_unique<StopChecker>(params.stop, params.include_stop_str_in_output);
-        samples_[s.request_id] = {&group, size_t(i)};
-        scheduler_->add_forked(group.id, std::move(child));
+    const Request& parent = *scheduler_->find(group.id());
+    std::vector<std::unique_ptr<Request>> children = group.fork(parent, [this] { return next_id_++; });
+    for (size_t i = 0; i < children.size(); ++i) {
+        samples_[children[i]->id] = {&group, i + 1};
+        scheduler_->add_forked(group.id(), std::move(children[i]));
     }
 }
 
-void Engine::process_token(RequestGroup& group, SampleState& sample, int32_t token, const SampleLogprobs* logprobs,
-                           double token_logprob, RequestOutput& delta) {
+void Engine::process_token(RequestGroup& group, SampleState& sample, const SampledToken& sampled) {
     Request& r = *scheduler_->find(sample.request_id);
-    r.token_ids.push_back(token);
-    sample.output_ids.push_back(token);
-    sample.cumulative_logprob += token_logprob;
+    r.token_ids.push_back(sampled.token);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.generation_tokens_total++;
     }
-    SampleOutput out;
-    out.index = sample.index;
-    out.token_ids = {token};
-    if (logprobs) out.logprobs.push_back(*logprobs);
-
-    std::optional<FinishReason> reason;
-    std::string stop_reason;
-    const SamplingParams& p = group.params;
-    const auto& eos = runner_->config().generation.eos_token_ids;
-    const bool is_stop_token =
-        std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
-    const bool is_eos = !p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end();
-    std::string piece = sample.detokenizer ? sample.detokenizer->push(token) : std::string();
-    // As vLLM: stop strings count only once more than min_tokens tokens exist.
-    const bool can_stop = int64_t(sample.output_ids.size()) > p.min_tokens;
-    StopChecker::Step step = sample.stop_checker->push(piece, can_stop);
-    out.text = std::move(step.text);
-    if (step.stopped) {
-        reason = FinishReason::kStop;
-        stop_reason = sample.stop_checker->stop_strings()[size_t(step.stop_index)];
-    } else if (is_stop_token || is_eos) {
-        reason = FinishReason::kStop;
-        if (is_stop_token && !is_eos) stop_reason = std::to_string(token);
-    } else if (int64_t(sample.output_ids.size()) >= p.max_tokens || r.num_tokens() >= scheduler_config_.max_model_len) {
-        reason = FinishReason::kLength;
+    // The sampler also gives the sampled token's logprob for best_of's ranking; it is shown only when asked for.
+    const SampleLogprobs* shown = group.params().logprobs && sampled.logprobs ? &*sampled.logprobs : nullptr;
+    const double logprob = sampled.logprobs ? sampled.logprobs->sampled.logprob : 0;
+    const std::optional<FinishReason> reason = group.output().append_token(
+        sample.index, sampled.token, shown, logprob, r.num_tokens() >= scheduler_config_.max_model_len);
+    if (!reason) return;
+    switch (*reason) {
+        case FinishReason::kLength: finish_sample(group, sample, RequestStatus::kFinishedLength); return;
+        case FinishReason::kStop: finish_sample(group, sample, RequestStatus::kFinishedStopped); return;
+        case FinishReason::kAbort: finish_sample(group, sample, RequestStatus::kFinishedAborted); return;
     }
-    if (reason && !step.stopped) {
-        // Release what the detokenizer and the stop checker held back.
-        std::string tail = sample.detokenizer ? sample.detokenizer->flush() : std::string();
-        StopChecker::Step last = sample.stop_checker->push(tail, can_stop);
-        out.text += last.text;
-        if (!last.stopped) out.text += sample.stop_checker->flush();
-    }
-    out.cumulative_logprob = sample.cumulative_logprob;
-    if (reason) {
-        out.finish_reason = reason;
-        out.stop_reason = stop_reason;
-        finish_sample(
-            group, sample, *reason,
-            *reason == FinishReason::kLength ? RequestStatus::kFinishedLength : RequestStatus::kFinishedStopped);
-    }
-    delta.samples.push_back(std::move(out));
 }
 
-void Engine::finish_sample(RequestGroup& group, SampleState& sample, FinishReason reason, RequestStatus status) {
-    sample.finished = true;
+void Engine::finish_sample(RequestGroup& group, SampleState& sample, RequestStatus status) {
+    group.mark_finished(sample);
     scheduler_->finish_request(sample.request_id, status);
     samples_.erase(sample.request_id);
-    group.num_finished++;
-    (void)reason;
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.num_requests_finished++;
 }
 
-void Engine::emit(RequestGroup& group, RequestOutput delta) {
-    delta.id = group.id;
-    delta.prompt_ids = group.prompt_ids;
-    const Request* parent = scheduler_->find(group.id);
-    if (parent) group.num_cached_tokens = parent->num_cached_tokens;
-    delta.num_cached_tokens = group.num_cached_tokens;
-    // Sent once, with the first output after the whole prompt has been computed.
-    const bool attach_prompt_logprobs = group.wants_prompt_logprobs() && !group.prompt_logprobs_sent &&
-                                        group.prompt_logprobs_done() && !delta.samples.empty();
-    for (SampleOutput& s : delta.samples) {
-        SampleOutput& whole = group.samples[size_t(s.index)].whole;
-        whole.index = s.index;
-        whole.token_ids.insert(whole.token_ids.end(), s.token_ids.begin(), s.token_ids.end());
-        whole.text += s.text;
-        whole.logprobs.insert(whole.logprobs.end(), s.logprobs.begin(), s.logprobs.end());
-        whole.cumulative_logprob = s.cumulative_logprob;
-        if (s.finish_reason) {
-            whole.finish_reason = s.finish_reason;
-            whole.stop_reason = s.stop_reason;
-        }
-    }
-    const bool done = group.num_finished >= group.num_samples;
-    if (group.streams_deltas()) {
-        delta.finished = done;
-        if (attach_prompt_logprobs) {
-            delta.prompt_logprobs = group.prompt_logprobs;
-            group.prompt_logprobs_sent = true;
-        }
-        if (!delta.samples.empty() || done) group.stream->push(std::move(delta));
-    } else if (done) {
-        // best_of > n: the n samples with the highest cumulative logprob, as one final output.
-        std::vector<SampleOutput> all;
-        for (SampleState& s : group.samples) all.push_back(s.whole);
-        std::stable_sort(all.begin(), all.end(),
-                         [](const auto& a, const auto& b) { return a.cumulative_logprob > b.cumulative_logprob; });
-        all.resize(size_t(std::min<int64_t>(group.params.n, int64_t(all.size()))));
-        for (size_t i = 0; i < all.size(); ++i) all[i].index = int64_t(i);
-        RequestOutput final_out;
-        final_out.id = group.id;
-        final_out.prompt_ids = group.prompt_ids;
-        final_out.num_cached_tokens = group.num_cached_tokens;
-        final_out.samples = std::move(all);
-        final_out.finished = true;
-        if (group.wants_prompt_logprobs() && group.prompt_logprobs_done())
-            final_out.prompt_logprobs = group.prompt_logprobs;
-        group.stream->push(std::move(final_out));
-    }
-    if (done) groups_.erase(group.id);
+void Engine::emit(RequestGroup& group) {
+    if (const Request* parent = scheduler_->find(group.id())) group.set_num_cached_tokens(parent->num_cached_tokens);
+    if (std::optional<RequestOutput> out = group.take_output()) group.stream()->push(std::move(*out));
+    if (group.done()) groups_.erase(group.id());
 }
 
 }  // namespace taco

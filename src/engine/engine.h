@@ -1,6 +1,8 @@
 // Engine: Engine::submit(input) -> OutputStream, thread-safe; a step thread runs schedule -> copies ->
 // forward -> sample -> detokenize/stop -> stream, continuously batching whatever is in flight. The offline
-// `generate` submits many inputs together and waits for all of them.
+// `generate` submits many inputs together and waits for all of them. This file holds the step loop, submit/abort
+// and the inbox; the n / best_of fan-out is RequestGroup (request_group.h), the text side and the outputs are
+// OutputProcessor (output_processor.h), the KV block counts come from size_kv_cache (exec/kv_sizing.h).
 #pragma once
 
 #include <atomic>
@@ -9,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -17,6 +20,8 @@
 #include "cache/kv_cache_manager.h"
 #include "engine/engine_config.h"
 #include "engine/output_stream.h"
+#include "engine/request_group.h"
+#include "exec/batch_sampler.h"
 #include "exec/model_runner.h"
 #include "exec/sampling_params.h"
 #include "sched/scheduler.h"
@@ -66,25 +71,31 @@ public:
     int64_t max_model_len() const { return scheduler_config_.max_model_len; }
 
 private:
-    struct SampleState;
-    struct RequestGroup;
-    // Validates and tokenizes an input into a group that is not yet visible to the step thread.
-    Result<std::shared_ptr<RequestGroup>> prepare(GenerationInput input);
+    // One row of a step's logits that a sample draws its next token from.
+    struct SampleRow {
+        RequestGroup* group;
+        SampleState* sample;
+        int64_t row;  // in the step's logits [rows, vocab]
+    };
 
     Engine() = default;
+    // Validates and tokenizes an input into a group that is not yet visible to the step thread.
+    Result<std::shared_ptr<RequestGroup>> prepare(GenerationInput input);
     void step_loop();
     void step();
     void drain_inbox();
-    void finish_sample(RequestGroup& group, SampleState& sample, FinishReason reason, RequestStatus status);
-    void process_token(RequestGroup& group, SampleState& sample, int32_t token, const SampleLogprobs* logprobs,
-                       double token_logprob, RequestOutput& delta);
+    // Sampling: one token for each of `rows` from this step's logits [rows, vocab], in one BatchSampler call.
+    // Nothing else in the step samples.
+    std::vector<SampledToken> sample_rows(const TensorView& logits, std::span<const SampleRow> rows);
+    void process_token(RequestGroup& group, SampleState& sample, const SampledToken& sampled);
     void fork_samples(RequestGroup& group);
-    void sample_token(RequestGroup& group, SampleState& sample, std::span<const float> raw, RequestOutput& delta);
+    void finish_sample(RequestGroup& group, SampleState& sample, RequestStatus status);
     // How many of this step's new tokens of `r` need their logits for prompt logprobs (a prefix of them).
     int64_t num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const;
     // max_tokens 0: every sample ends with finish reason "length" once the prompt is computed, no token sampled.
-    void finish_after_prompt(RequestGroup& group, RequestOutput& delta);
-    void emit(RequestGroup& group, RequestOutput delta);
+    void finish_after_prompt(RequestGroup& group);
+    // Pushes what the group's stream gets now; forgets the group once it is done.
+    void emit(RequestGroup& group);
     void update_stats(bool count_step);
 
     EngineConfig config_;
@@ -97,6 +108,7 @@ private:
     // Owned by the step thread.
     std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
+    BatchSampler sampler_;
 
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable wake_;

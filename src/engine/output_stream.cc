@@ -38,7 +38,7 @@ RequestOutput OutputStream::wait_final() {
     std::map<int64_t, SampleOutput> samples;
     while (auto out = next()) {
         merged.id = out->id;
-        merged.prompt_ids = out->prompt_ids;
+        if (!out->prompt_ids.empty()) merged.prompt_ids = std::move(out->prompt_ids);  // only the first has it
         merged.num_cached_tokens = out->num_cached_tokens;
         merged.finished = out->finished;
         merged.error = out->error;

@@ -19,7 +19,8 @@ public:
     std::optional<RequestOutput> next();
     // Non-blocking: the next output if one is ready.
     std::optional<RequestOutput> try_next();
-    // Collects every output and merges them into the final one (the whole of each sample).
+    // Collects every output not read yet and merges them into the final one: the whole of each sample, and the
+    // prompt ids when the request's first output is among them.
     RequestOutput wait_final();
 
     // Engine side.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cache/block.h"
-#include "exec/sampler.h"
+#include "exec/sample_logprobs.h"
 
 namespace taco {
 
@@ -37,6 +37,8 @@ struct SampleOutput {
 
 struct RequestOutput {
     RequestId id = 0;
+    // Only in the first output of the request, so a streamed delta does not copy the prompt again (wait_final's
+    // merged output has it).
     std::vector<int32_t> prompt_ids;
     int64_t num_cached_tokens = 0;      // prompt tokens served from the prefix cache
     std::vector<SampleOutput> samples;  // deltas: only samples with something new

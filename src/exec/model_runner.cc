@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "exec/kv_sizing.h"
 
 namespace taco {
 
@@ -17,11 +18,6 @@ ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder, const RunnerOptions& 
     e.block_size = options.block_size;
     executor_ = std::make_unique<ForwardExecutor>(*decoder_, e);
     executor_->size_workspace(device_kv_);
-}
-
-int64_t ModelRunner::kv_bytes_per_block(const ModelConfig& config, int64_t block_size) {
-    return 2 * config.num_hidden_layers * block_size * config.num_key_value_heads * config.head_dim *
-           int64_t(sizeof(float));
 }
 
 void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {

@@ -37,9 +37,6 @@ public:
     const ModelConfig& config() const { return decoder_->config(); }
     int64_t block_size() const { return device_kv_.block_size; }
 
-    // Bytes of K and V for one block across all layers (f32 on the CPU backend).
-    static int64_t kv_bytes_per_block(const ModelConfig& config, int64_t block_size);
-
     // Runs the copies in order (device <-> host, device -> device).
     void copy_blocks(std::span<const KvCopy> copies);
 

@@ -3,11 +3,10 @@
 // that prefix gives it, whatever the batching, chunking or prefix cache; it comes once, in the first output.
 #include <gtest/gtest.h>
 
-#include "exec/forward_executor.h"
-
 #include "engine/engine.h"
 #include "engine_test_util.h"
-#include "exec/sampler.h"
+#include "exec/forward_executor.h"
+#include "exec/sample_logprobs.h"
 #include "model/decoder.h"
 #include "model/kv_cache_tensors.h"
 
@@ -46,7 +45,7 @@ std::vector<SampleLogprobs> reference_prompt_logprobs(const std::string& model, 
         options.block_size = kBlockSize;
         ForwardExecutor executor(**decoder, options);
         const TensorView logits = executor.execute({&seq, 1}, kv);
-        out.push_back(Sampler::logprobs_of({logits.as<float>(), size_t(config.vocab_size)}, prompt[k], top));
+        out.push_back(logprobs_of({logits.as<float>(), size_t(config.vocab_size)}, prompt[k], top));
     }
     return out;
 }

@@ -6,10 +6,14 @@
 
 #include <gtest/gtest.h>
 
-#include "exec/sampler.h"
+#include "batch_sampler_test_util.h"
+#include "exec/batch_sampler.h"
 
 namespace taco {
 namespace {
+
+using testing::Context;
+using testing::make_row;
 
 std::vector<double> reference_log_softmax(const std::vector<float>& logits) {
     double max_logit = -INFINITY;
@@ -50,7 +54,7 @@ void expect_matches_reference(const SampleLogprobs& got, const std::vector<float
     }
 }
 
-TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheProcessing) {
+TEST(BatchSamplerLogprobs, AreTheRawLogSoftmaxWhateverTheProcessing) {
     const std::vector<float> raw = test_logits();
     SamplingParams params;
     params.temperature = 0.7;
@@ -62,20 +66,18 @@ TEST(SamplerLogprobs, AreTheRawLogSoftmaxWhateverTheProcessing) {
     params.presence_penalty = 0.2;
     params.logit_bias = {{3, -5.0f}, {50, 4.0f}};
     params.logprobs = 6;
-    params.seed = 5;
-    const std::vector<int32_t> prompt = {1, 2, 3}, output = {10, 10, 20}, suppressed = {40};
-    Sampler sampler(params, 0);
+    const Context context{{1, 2, 3}, {10, 10, 20}, {40}};
+    BatchSampler sampler;
     for (int step = 0; step < 20; ++step) {
-        std::vector<float> row = raw;
-        SampleLogprobs logprobs;
-        const int32_t token = sampler.sample(row, {prompt, output, suppressed}, &logprobs);
-        expect_matches_reference(logprobs, raw, token, 6);
+        const SampledToken got = sampler.sample_one(raw, make_row(params, 5, step, context));
+        ASSERT_TRUE(got.logprobs.has_value());
+        expect_matches_reference(*got.logprobs, raw, got.token, 6);
     }
 }
 
-TEST(SamplerLogprobs, TopListOrdersTiesByLowerIdFirstAndRanksCountTies) {
+TEST(BatchSamplerLogprobs, TopListOrdersTiesByLowerIdFirstAndRanksCountTies) {
     const std::vector<float> raw = test_logits();
-    const SampleLogprobs got = Sampler::logprobs_of(raw, 40, 5);
+    const SampleLogprobs got = logprobs_of(raw, 40, 5);
     ASSERT_EQ(got.top.size(), 5u);
     EXPECT_EQ(got.top[0].token, 3);
     EXPECT_EQ(got.top[1].token, 10);
@@ -85,50 +87,59 @@ TEST(SamplerLogprobs, TopListOrdersTiesByLowerIdFirstAndRanksCountTies) {
     EXPECT_EQ(got.top[0].logprob, got.top[2].logprob);
     // vLLM counts the tokens with a logprob >= the sampled one's: all three tied tokens rank 3.
     EXPECT_EQ(got.sampled_rank, 3);
-    EXPECT_EQ(Sampler::logprobs_of(raw, 7, 0).sampled_rank, 5);
-    expect_matches_reference(Sampler::logprobs_of(raw, 33, 64), raw, 33, 64);
-    EXPECT_EQ(Sampler::logprobs_of(raw, 33, 1000).top.size(), 64u);  // clamped to the vocabulary
+    EXPECT_EQ(logprobs_of(raw, 7, 0).sampled_rank, 5);
+    expect_matches_reference(logprobs_of(raw, 33, 64), raw, 33, 64);
+    EXPECT_EQ(logprobs_of(raw, 33, 1000).top.size(), 64u);  // clamped to the vocabulary
 }
 
-TEST(SamplerLogprobs, ZeroMeansTheSampledTokenOnlyAndUnsetMeansNone) {
+TEST(BatchSamplerLogprobs, ZeroMeansTheSampledTokenOnlyAndUnsetMeansNone) {
     const std::vector<float> raw = test_logits();
     SamplingParams params;
     params.temperature = 0;
     params.logprobs = 0;
-    Sampler sampler(params, 0);
-    std::vector<float> row = raw;
-    SampleLogprobs logprobs;
-    const int32_t token = sampler.sample(row, {}, &logprobs);
-    EXPECT_EQ(token, 3);  // greedy: the lowest of the tied ids
-    expect_matches_reference(logprobs, raw, token, 0);
+    BatchSampler sampler;
+    const SampledToken got = sampler.sample_one(raw, make_row(params, 0, 0));
+    EXPECT_EQ(got.token, 3);  // greedy: the lowest of the tied ids
+    ASSERT_TRUE(got.logprobs.has_value());
+    expect_matches_reference(*got.logprobs, raw, got.token, 0);
 
     params.logprobs.reset();
-    Sampler without(params, 0);
-    row = raw;
-    SampleLogprobs untouched;
-    untouched.sampled_rank = -7;
-    without.sample(row, {}, &untouched);
-    EXPECT_EQ(untouched.sampled_rank, -7);
-    EXPECT_TRUE(untouched.top.empty());
+    EXPECT_FALSE(sampler.sample_one(raw, make_row(params, 0, 0)).logprobs.has_value());
 }
 
-TEST(SamplerLogprobs, GreedyWithPenaltiesReportsTheRawLogprobOfTheProcessedArgmax) {
+TEST(BatchSamplerLogprobs, SampledLogprobIsReportedOnRequestWithoutTopEntries) {
+    const std::vector<float> raw = test_logits();
+    SamplingParams params;  // temperature 1, no logprobs asked: best_of ranking still needs the sampled one's
+    SamplingRow row = make_row(params, 9, 4);
+    row.sampled_logprob = true;
+    BatchSampler sampler;
+    const SampledToken got = sampler.sample_one(raw, row);
+    ASSERT_TRUE(got.logprobs.has_value());
+    expect_matches_reference(*got.logprobs, raw, got.token, 0);
+    params.logprobs = 2;  // asked for too: the top entries come as well
+    const SampledToken both = sampler.sample_one(raw, row);
+    EXPECT_EQ(both.token, got.token);
+    ASSERT_TRUE(both.logprobs.has_value());
+    expect_matches_reference(*both.logprobs, raw, got.token, 2);
+}
+
+TEST(BatchSamplerLogprobs, GreedyWithPenaltiesReportsTheRawLogprobOfTheProcessedArgmax) {
     const std::vector<float> raw = {2.0f, 1.9f, -1.0f};
     SamplingParams params;
     params.temperature = 0;
     params.repetition_penalty = 2.0;
     params.logprobs = 2;
-    const std::vector<int32_t> prompt = {0};
-    std::vector<float> row = raw;
-    SampleLogprobs logprobs;
-    EXPECT_EQ(Sampler(params, 0).sample(row, {prompt, {}, {}}, &logprobs), 1);  // 2 / 2 < 1.9
-    expect_matches_reference(logprobs, raw, 1, 2);
-    EXPECT_EQ(logprobs.sampled_rank, 2);
+    BatchSampler sampler;
+    const SampledToken got = sampler.sample_one(raw, make_row(params, 0, 0, {{0}, {}, {}}));
+    EXPECT_EQ(got.token, 1);  // 2 / 2 < 1.9
+    ASSERT_TRUE(got.logprobs.has_value());
+    expect_matches_reference(*got.logprobs, raw, 1, 2);
+    EXPECT_EQ(got.logprobs->sampled_rank, 2);
 }
 
-TEST(SamplerLogprobs, NoFiniteLogitGivesMinusInfinityWithoutCrashing) {
+TEST(BatchSamplerLogprobs, NoFiniteLogitGivesMinusInfinityWithoutCrashing) {
     const std::vector<float> raw(4, -INFINITY);
-    const SampleLogprobs got = Sampler::logprobs_of(raw, 2, 2);
+    const SampleLogprobs got = logprobs_of(raw, 2, 2);
     EXPECT_EQ(got.sampled.logprob, -INFINITY);
     EXPECT_EQ(got.sampled_rank, 4);
     ASSERT_EQ(got.top.size(), 2u);

@@ -1,0 +1,107 @@
+#include "engine/request_group.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace taco {
+
+namespace {
+
+uint64_t mix_seed(uint64_t a, uint64_t b) {
+    uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ull + (a << 6) + (a >> 2));
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 29);
+}
+
+}  // namespace
+
+RequestGroup::RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
+                           const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed)
+    : id_(id),
+      params_(params),
+      num_samples_(params.best_of.value_or(params.n)),
+      engine_seed_(engine_seed),
+      min_tokens_suppressed_ids_(params.stop_token_ids),
+      stream_(std::make_shared<OutputStream>(id)),
+      output_(id, std::move(prompt_ids), params, tokenizer, eos_token_ids, num_samples_) {
+    TACO_CHECK_GE(num_samples_, 1);
+    if (!params.ignore_eos)
+        min_tokens_suppressed_ids_.insert(min_tokens_suppressed_ids_.end(), eos_token_ids.begin(), eos_token_ids.end());
+    samples_.reserve(size_t(num_samples_));
+}
+
+std::unique_ptr<Request> RequestGroup::make_request(uint64_t arrival_order) const {
+    auto request = std::make_unique<Request>();
+    request->id = id_;
+    request->arrival_order = arrival_order;
+    request->token_ids = prompt_ids();
+    request->num_prompt_tokens = int64_t(prompt_ids().size());
+    request->max_total_tokens = request->num_prompt_tokens + params_.max_tokens;
+    // Cached prompt blocks would leave positions without logits (vLLM skips prefix-cache hits likewise).
+    request->skip_prefix_cache = output_.wants_prompt_logprobs();
+    return request;
+}
+
+uint64_t RequestGroup::seed_of(int64_t index) const {
+    if (params_.seed) return *params_.seed + uint64_t(index);  // each sample its own stream, reproducibly
+    const uint64_t group_seed = mix_seed(engine_seed_, id_);
+    return index == 0 ? group_seed : mix_seed(group_seed, uint64_t(index));
+}
+
+SampleState& RequestGroup::start() {
+    TACO_CHECK(samples_.empty());
+    SampleState& s = samples_.emplace_back();
+    s.request_id = id_;
+    s.index = 0;
+    s.seed = seed_of(0);
+    output_.add_sample(0);
+    return s;
+}
+
+std::vector<std::unique_ptr<Request>> RequestGroup::fork(const Request& parent,
+                                                         const std::function<RequestId()>& next_id) {
+    TACO_CHECK(!forked_ && samples_.size() == 1);
+    TACO_CHECK_EQ(parent.id, id_);
+    forked_ = true;
+    std::vector<std::unique_ptr<Request>> children;
+    for (int64_t i = 1; i < num_samples_; ++i) {
+        auto child = std::make_unique<Request>(parent);
+        child->id = next_id();
+        SampleState& s = samples_.emplace_back();
+        s.request_id = child->id;
+        s.index = i;
+        s.seed = seed_of(i);
+        output_.add_sample(i);
+        children.push_back(std::move(child));
+    }
+    return children;
+}
+
+void RequestGroup::mark_finished(SampleState& sample) {
+    TACO_CHECK(!sample.finished);
+    sample.finished = true;
+    num_finished_++;
+}
+
+std::optional<RequestOutput> RequestGroup::take_output() {
+    if (streams_deltas()) return output_.take_delta(done(), num_cached_tokens_);
+    if (!done()) {
+        output_.drop_pending();
+        return std::nullopt;
+    }
+    return output_.final_output(best_samples(), num_cached_tokens_);
+}
+
+std::vector<SampleOutput> RequestGroup::best_samples() const {
+    std::vector<SampleOutput> all;
+    for (const SampleState& s : samples_) all.push_back(output_.whole(s.index));
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.cumulative_logprob > b.cumulative_logprob; });
+    all.resize(size_t(std::min<int64_t>(params_.n, int64_t(all.size()))));
+    for (size_t i = 0; i < all.size(); ++i) all[i].index = int64_t(i);
+    return all;
+}
+
+}  // namespace taco

@@ -1,0 +1,97 @@
+// RequestGroup: one submitted request and its fan-out into n (or best_of) samples, on the step thread.
+//
+// Sample 0 runs under the group's id from admission. When the prompt has been computed, fork() makes samples
+// 1..num_samples-1 as copies of sample 0's request: the scheduler shares its KV blocks copy-on-write
+// (Scheduler::add_forked), so the prompt is computed once. Each sample has its own seed for the engine's
+// BatchSampler: a request seed s gives sample i the seed s + i (reproducible per sample); without one, the engine
+// seed mixed with the group id (and i) seeds it.
+//
+// With n samples (best_of unset or equal to n) every delta is streamed as it comes. With best_of > n nothing is
+// streamed: once every sample has ended, the n with the highest cumulative logprob (the raw model logprob; ties
+// keep sample order) are sent as one final output, renumbered 0..n-1. The text side (detokenizing, stop rules,
+// building outputs) is the group's OutputProcessor.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/output_processor.h"
+#include "engine/output_stream.h"
+#include "exec/sampling_params.h"
+#include "sched/request.h"
+
+namespace taco {
+
+// One of the samples of a group: its request in the scheduler and the seed of its draws.
+struct SampleState {
+    RequestId request_id = 0;
+    int64_t index = 0;
+    uint64_t seed = 0;  // SamplingRow::seed of every token this sample draws
+    bool finished = false;
+};
+
+class RequestGroup {
+public:
+    // `tokenizer` (null: token ids only) must outlive the group; `engine_seed` seeds samples without a seed.
+    RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
+                 const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed);
+    RequestGroup(const RequestGroup&) = delete;
+    RequestGroup& operator=(const RequestGroup&) = delete;
+
+    RequestId id() const { return id_; }
+    const SamplingParams& params() const { return params_; }
+    const std::vector<int32_t>& prompt_ids() const { return output_.prompt_ids(); }
+    int64_t num_samples() const { return num_samples_; }  // best_of, else n
+    const std::shared_ptr<OutputStream>& stream() const { return stream_; }
+    OutputProcessor& output() { return output_; }
+    bool streams_deltas() const { return num_samples_ == params_.n; }
+    bool forked() const { return forked_; }
+    bool done() const { return num_finished_ >= num_samples_; }
+    // Reserved to num_samples: never reallocates, so pointers to samples stay valid.
+    std::vector<SampleState>& samples() { return samples_; }
+    SampleState& sample(size_t index) { return samples_.at(index); }
+    // The ids a sample may not draw while it has fewer than min_tokens tokens: the stop token ids, and EOS
+    // unless ignore_eos.
+    const std::vector<int32_t>& min_tokens_suppressed_ids() const { return min_tokens_suppressed_ids_; }
+
+    // Sample 0's request for the scheduler (the prompt, under the group's id).
+    std::unique_ptr<Request> make_request(uint64_t arrival_order) const;
+    // Starts sample 0, once its request is in the scheduler.
+    SampleState& start();
+    // Starts samples 1.. as copies of `parent` (sample 0's request, prompt computed); `next_id` gives each its
+    // request id. Returns their requests, in sample order, for Scheduler::add_forked.
+    std::vector<std::unique_ptr<Request>> fork(const Request& parent, const std::function<RequestId()>& next_id);
+    void mark_finished(SampleState& sample);
+    // After an abort: the group ends now (samples not forked yet never will be).
+    void end_all() { num_finished_ = num_samples_; }
+
+    // The prefix-cache hits of the prompt, as the scheduler last reported them.
+    void set_num_cached_tokens(int64_t num_cached_tokens) { num_cached_tokens_ = num_cached_tokens; }
+    // What the stream gets now, if anything: the pending delta (n samples) or, once every sample has ended, the
+    // best n of best_of.
+    std::optional<RequestOutput> take_output();
+    // The n whole samples with the highest cumulative logprob, renumbered 0..n-1.
+    std::vector<SampleOutput> best_samples() const;
+    RequestOutput error_output(std::string error) { return output_.error_output(std::move(error)); }
+
+private:
+    uint64_t seed_of(int64_t index) const;
+
+    RequestId id_;
+    SamplingParams params_;
+    int64_t num_samples_;
+    uint64_t engine_seed_;
+    std::vector<int32_t> min_tokens_suppressed_ids_;
+    std::shared_ptr<OutputStream> stream_;
+    OutputProcessor output_;
+    std::vector<SampleState> samples_;
+    bool forked_ = false;
+    int64_t num_finished_ = 0;
+    int64_t num_cached_tokens_ = 0;
+};
+
+}  // namespace taco
