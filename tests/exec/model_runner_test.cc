@@ -37,7 +37,7 @@ TEST(ModelRunner, HostTierRoundTripRestoresTheKvExactly) {
     for (int i = 0; i < 16; ++i) tokens.push_back(10 + i);
     std::vector<int32_t> table = {1};
     RunnerSequence seq{tokens, 0, 16, table, true};
-    TensorView logits = r->execute({&seq, 1});
+    r->execute({&seq, 1});
     const auto original = block_bytes(r->device_kv(), 1);
     // Demote block 1 to host block 0, overwrite it with another sequence, promote into device block 3.
     std::vector<KvCopy> demote = {{false, 1, true, 0}};
