@@ -88,7 +88,8 @@ Allocator& allocator_for(MemoryKind kind) {
         case MemoryKind::kPinnedHost: a = registry().pinned.load(); break;
         case MemoryKind::kDevice: a = registry().device.load(); break;
     }
-    TACO_CHECK_MSG(a != nullptr, "no {} memory: the CUDA backend is not initialised (no usable GPU, or a CPU-only build)",
+    TACO_CHECK_MSG(a != nullptr,
+                   "no {} memory: the CUDA backend is not initialised (no usable GPU, or a CPU-only build)",
                    memory_kind_name(kind));
     return *a;
 }

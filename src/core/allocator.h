@@ -17,8 +17,8 @@ namespace taco {
 enum class Device : uint8_t { kCpu, kCuda };
 enum class MemoryKind : uint8_t { kHost, kPinnedHost, kDevice };
 
-const char* device_name(Device device);          // "cpu", "cuda"
-const char* memory_kind_name(MemoryKind kind);   // "host", "pinned host", "device"
+const char* device_name(Device device);         // "cpu", "cuda"
+const char* memory_kind_name(MemoryKind kind);  // "host", "pinned host", "device"
 inline Device device_of(MemoryKind kind) { return kind == MemoryKind::kDevice ? Device::kCuda : Device::kCpu; }
 
 struct AllocationStats {

@@ -14,10 +14,11 @@ TensorView Workspace::alloc(std::initializer_list<int64_t> dims, DType dtype) {
     offset_ += bytes;
     high_water_ = std::max(high_water_, offset_);
     if (sized()) {
-        TACO_CHECK_MSG(offset_ <= capacity_,
-                       "workspace overflow: {} bytes asked for a {} {} tensor at offset {}, capacity {} (the runner was "
-                       "sized for a smaller step)",
-                       bytes, view.shape_string(), dtype_name(dtype), begin, capacity_);
+        TACO_CHECK_MSG(
+            offset_ <= capacity_,
+            "workspace overflow: {} bytes asked for a {} {} tensor at offset {}, capacity {} (the runner was "
+            "sized for a smaller step)",
+            bytes, view.shape_string(), dtype_name(dtype), begin, capacity_);
         view.data = static_cast<uint8_t*>(buffer_.view().data) + begin;
     }
     return view;

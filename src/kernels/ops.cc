@@ -110,8 +110,8 @@ void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& w
     if (runs(ctx, "layer_norm")) cpu::layer_norm(ctx, x, weight, bias, eps, out);
 }
 
-void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight,
-                         const TensorView* bias, float eps) {
+void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                         float eps) {
     check_act(ctx, x, 3, "per_head_layer_norm", "x");
     check_on(ctx, weight, DType::kF32, 2, "per_head_layer_norm", "weight");
     TACO_CHECK_MSG(weight.shape[0] == x.shape[1] && weight.shape[1] == x.shape[2],
@@ -194,9 +194,8 @@ void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorVie
     if (runs(ctx, "write_kv_cache")) cpu::write_kv_cache(ctx, k, v, slot_mapping, k_cache, v_cache);
 }
 
-void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
-                     const TensorView& v_cache, const AttentionMetadata& batch, const AttentionParams& params,
-                     const TensorView& out) {
+void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const AttentionMetadata& batch, const AttentionParams& params, const TensorView& out) {
     check_act(ctx, q, 3, "paged_attention", "q");
     check_act(ctx, out, 3, "paged_attention", "out");
     check_same_shape(q, out, "paged_attention");
@@ -253,14 +252,14 @@ void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& s
     check_act(ctx, out, 2, "moe_gather", "out");
     check_on(ctx, sorted_slots, DType::kI32, 1, "moe_gather", "sorted_slots");
     check_on(ctx, expert_offsets, DType::kI32, 1, "moe_gather", "expert_offsets");
-    TACO_CHECK_MSG(out.shape[0] == x.shape[0] * top_k && out.shape[1] == x.shape[1] &&
-                       sorted_slots.shape[0] == out.shape[0],
-                   "moe_gather: {} x top {} into {}", x.shape_string(), top_k, out.shape_string());
+    TACO_CHECK_MSG(
+        out.shape[0] == x.shape[0] * top_k && out.shape[1] == x.shape[1] && sorted_slots.shape[0] == out.shape[0],
+        "moe_gather: {} x top {} into {}", x.shape_string(), top_k, out.shape_string());
     if (runs(ctx, "moe_gather")) cpu::moe_gather(ctx, x, sorted_slots, expert_offsets, top_k, out);
 }
 
-void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w,
-                    const TensorView& expert_offsets, const TensorView& y) {
+void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView& expert_offsets,
+                    const TensorView& y) {
     check_act(ctx, x, 2, "grouped_matmul", "x");
     check_act(ctx, y, 2, "grouped_matmul", "y");
     TACO_CHECK_MSG(w.ndim == 3 && is_weight_dtype(w.dtype) && w.device == ctx.device && w.strides[2] == 1 &&

@@ -48,8 +48,8 @@ void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& w
 
 // LayerNorm over the last dim of each head with that head's own weight (and bias), in place (StableLM's
 // qk_layernorm).  x: [T, H, D] act; weight: [H, D] f32; bias: [H, D] f32 or nullptr.
-void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight,
-                         const TensorView* bias, float eps);
+void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                         float eps);
 
 // x += y, elementwise, same shape.
 void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& y);
@@ -83,10 +83,10 @@ void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorVie
 
 // What paged attention needs to know about the sequences of a batch: views into the ForwardBatch.
 struct AttentionMetadata {
-    TensorView query_start;   // [S + 1] i32: tokens of sequence s are query_start[s] .. query_start[s + 1]
-    TensorView seq_lens;      // [S] i32: the sequence's KV length once this step's tokens are written
-    TensorView positions;     // [T] i32: absolute position of each query token
-    TensorView block_tables;  // [S, max_blocks] i32: physical block of each logical block
+    TensorView query_start;     // [S + 1] i32: tokens of sequence s are query_start[s] .. query_start[s + 1]
+    TensorView seq_lens;        // [S] i32: the sequence's KV length once this step's tokens are written
+    TensorView positions;       // [T] i32: absolute position of each query token
+    TensorView block_tables;    // [S, max_blocks] i32: physical block of each logical block
     int32_t max_query_len = 0;  // host-known bounds of the step (launch configuration)
     int32_t max_seq_len = 0;
 };
@@ -109,9 +109,8 @@ struct AttentionParams {
 // Tokens past query_start[S] are padding: their output rows are left as they are.
 //   q: [T, num_heads, head_dim] act, caches as write_kv_cache, out: [T, num_heads, head_dim] act.
 //   GQA: head h reads kv head h / (num_heads / num_kv_heads).
-void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
-                     const TensorView& v_cache, const AttentionMetadata& batch, const AttentionParams& params,
-                     const TensorView& out);
+void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const AttentionMetadata& batch, const AttentionParams& params, const TensorView& out);
 
 // ---- Mixture of experts (model/moe_block.cc strings these together) ----
 
@@ -148,8 +147,8 @@ void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& s
 // Grouped GEMM: rows expert_offsets[e] .. [e + 1] of x times expert e's weight: y[i, :] = x[i, :] . w[e, :, :]^T;
 // rows past offsets[E] are zeroed.  x: [R, K] act; w: [E, N, K] (rows of each expert contiguous; the expert
 // stride may be larger, a view into a fused gate_up stack); expert_offsets: [E + 1] i32; y: [R, N] act.
-void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w,
-                    const TensorView& expert_offsets, const TensorView& y);
+void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView& expert_offsets,
+                    const TensorView& y);
 
 // out[t, :] = sum over token t's ranks in ascending expert id of weights[t, r] * expert_out[slot_rows[t * k + r], :]
 // (the order transformers adds experts in, independent of the batch); padding slots add nothing.
@@ -158,7 +157,6 @@ void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const Ten
                  const TensorView& ids, const TensorView& weights, const TensorView& out);
 
 // out[t, :] += sigmoid(gate[t, 0]) * shared[t, :] (Qwen2-MoE's shared expert).  gate: [T, 1]; shared, out: [T, H].
-void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate,
-                       const TensorView& out);
+void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate, const TensorView& out);
 
 }  // namespace taco::ops

@@ -69,8 +69,8 @@ void Decoder::apply_rotary(const Pass& pass, const DecoderLayerWeights& w, const
                           table.cos_table(), table.sin_table(), table.rotary_dim(), spec_.attention.neox_rotary);
 }
 
-void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index,
-                              const TensorView& x, const TensorView& out) const {
+void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& x,
+                              const TensorView& out) const {
     const ModelConfig& c = config_;
     const int64_t t = pass.batch.num_tokens;
     const size_t mark = pass.ws.mark();

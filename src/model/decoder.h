@@ -9,8 +9,8 @@
 
 #include "core/tensor.h"
 #include "core/workspace.h"
-#include "kernels/exec_context.h"
 #include "io/safetensors.h"
+#include "kernels/exec_context.h"
 #include "model/arch_spec.h"
 #include "model/decoder_layer_weights.h"
 #include "model/forward_batch.h"

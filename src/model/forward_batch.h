@@ -20,7 +20,7 @@ struct ForwardBatch {
     // table, and a sequence whose whole length (prompt + max_tokens) passes the threshold reads them at every
     // position; 0 for every other kind.
     TensorView rotary_offsets;
-    TensorView logits_indices;       // [L] i32: rows of [0, T) whose logits are wanted, in output order
+    TensorView logits_indices;         // [L] i32: rows of [0, T) whose logits are wanted, in output order
     ops::AttentionMetadata attention;  // positions [T], query_start [S + 1], seq_lens [S], block_tables [S, max_blocks]
 
     const TensorView& positions() const { return attention.positions; }

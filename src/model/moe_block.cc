@@ -20,7 +20,8 @@ bool is_weight_dtype(DType dtype) { return dtype == DType::kF32 || dtype == DTyp
 
 // Copies per-expert [rows, cols] matrices into expert e's slot of a [E, rows_per_expert, cols] stack, starting
 // `row_offset` rows in.
-Status copy_into_stack(const TensorView& m, const Tensor& stack, int64_t e, int64_t row_offset, const std::string& name) {
+Status copy_into_stack(const TensorView& m, const Tensor& stack, int64_t e, int64_t row_offset,
+                       const std::string& name) {
     if (m.dtype != stack.view().dtype)
         return error("tensor '{}' has dtype {}, the other experts {}", name, dtype_name(m.dtype),
                      dtype_name(stack.view().dtype));
@@ -32,7 +33,9 @@ Status copy_into_stack(const TensorView& m, const Tensor& stack, int64_t e, int6
 }
 
 // [E, rows, cols] view of rows [begin, begin + rows) of every expert of a [E, total_rows, cols] stack.
-TensorView expert_rows(const TensorView& stack, int64_t begin, int64_t rows) { return stack.slice(1, begin, begin + rows); }
+TensorView expert_rows(const TensorView& stack, int64_t begin, int64_t rows) {
+    return stack.slice(1, begin, begin + rows);
+}
 
 Result<TensorView> stacked(const MoeWeightSource& source, const std::string& name, int64_t count, int64_t rows,
                            int64_t cols) {

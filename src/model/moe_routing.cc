@@ -1,6 +1,5 @@
 #include "model/moe_routing.h"
 
-
 #include "core/check.h"
 
 namespace taco {

@@ -144,8 +144,7 @@ RotaryTables::RotaryTables(RotaryFrequencies frequencies, int rotary_dim, int64_
     cos_ = Tensor::empty({rows, rotary_dim / 2}, DType::kF32);
     sin_ = Tensor::empty({rows, rotary_dim / 2}, DType::kF32);
     fill(0, frequencies_.inv_freq, frequencies_.inv_freq_long, frequencies_.long_from, frequencies_.attention_scaling);
-    if (long_rope)
-        fill(num_positions, frequencies_.inv_freq_long, {}, INT64_MAX, frequencies_.attention_scaling_long);
+    if (long_rope) fill(num_positions, frequencies_.inv_freq_long, {}, INT64_MAX, frequencies_.attention_scaling_long);
 }
 
 void RotaryTables::fill(int64_t first_row, const std::vector<float>& inv_freq, const std::vector<float>& inv_freq_long,

@@ -48,7 +48,8 @@ TEST(PointwiseOps, PerHeadLayerNormUsesEachHeadsOwnWeightAndBias) {
     Tensor w = Tensor::empty({heads, dim}, DType::kF32), b = Tensor::empty({heads, dim}, DType::kF32);
     std::copy(weight.begin(), weight.end(), w.as<float>());
     std::copy(bias.begin(), bias.end(), b.as<float>());
-    per_head_layer_norm(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {tokens, heads, dim}), w, &b.view(), 1e-5f);
+    per_head_layer_norm(ExecContext::cpu(), TensorView(x.data(), DType::kF32, {tokens, heads, dim}), w, &b.view(),
+                        1e-5f);
     for (int64_t t = 0; t < tokens; ++t) {
         for (int64_t h = 0; h < heads; ++h) {
             const float* v = before.data() + (t * heads + h) * dim;

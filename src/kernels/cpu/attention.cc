@@ -65,9 +65,8 @@ float alibi_bias(const ops::AttentionParams& params, const float* slopes, int64_
 
 }  // namespace
 
-void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
-                     const TensorView& v_cache, const ops::AttentionMetadata& batch, const ops::AttentionParams& params,
-                     const TensorView& out) {
+void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const ops::AttentionMetadata& batch, const ops::AttentionParams& params, const TensorView& out) {
     const int64_t num_heads = q.shape[1], head_dim = q.shape[2];
     const int64_t block_size = k_cache.shape[1], num_kv_heads = k_cache.shape[2];
     const int64_t group = num_heads / num_kv_heads;
@@ -89,7 +88,8 @@ void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorVi
             const int32_t* table = tables + s * max_blocks;
             const int64_t p = positions[t];
             TACO_CHECK_MSG(p < seq_lens[s], "query position {} past the sequence's {} keys", p, seq_lens[s]);
-            TACO_CHECK_MSG((p / block_size) < max_blocks, "position {} past the block table ({} blocks)", p, max_blocks);
+            TACO_CHECK_MSG((p / block_size) < max_blocks, "position {} past the block table ({} blocks)", p,
+                           max_blocks);
             const int64_t first = params.sliding_window > 0 ? std::max<int64_t>(0, p - params.sliding_window + 1) : 0;
             const float* qv = q.as<float>() + (t * num_heads + h) * head_dim;
             auto slot_row = [&](const TensorView& cache, int64_t j) {

@@ -7,8 +7,8 @@
 
 #include "core/check.h"
 #include "core/thread_pool.h"
-#include "kernels/cpu/dot_internal.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/dot_internal.h"
 
 namespace taco::cpu {
 using ops::Activation;
@@ -59,7 +59,8 @@ void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) 
     if (src.data != dst.data) std::memcpy(dst.data, src.data, src.nbytes());
 }
 
-void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset, const TensorView& out) {
+void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
+              const TensorView& out) {
     const int64_t hidden = x.shape[1];
     const float* w = weight.as<float>();
     ThreadPool::global().parallel_for(x.shape[0], row_grain(hidden), [&](int64_t begin, int64_t end) {

@@ -9,8 +9,8 @@ namespace taco::cpu {
 // matmul.cc
 void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView& y);
-void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w,
-                    const TensorView& expert_offsets, const TensorView& y);
+void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView& expert_offsets,
+                    const TensorView& y);
 // basic_ops.cc
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out);
 void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView& indices, const TensorView& out);
@@ -26,17 +26,16 @@ void activation_inplace(const ExecContext& ctx, const TensorView& x, ops::Activa
 // pointwise_ops.cc
 void scale_inplace(const ExecContext& ctx, const TensorView& x, float s);
 void softcap_inplace(const ExecContext& ctx, const TensorView& x, float cap);
-void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight,
-                         const TensorView* bias, float eps);
+void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                         float eps);
 // attention.cc
 void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
                       const TensorView& table_offsets, const TensorView& cos_table, const TensorView& sin_table,
                       int rotary_dim, bool neox_style);
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache);
-void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
-                     const TensorView& v_cache, const ops::AttentionMetadata& batch, const ops::AttentionParams& params,
-                     const TensorView& out);
+void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const ops::AttentionMetadata& batch, const ops::AttentionParams& params, const TensorView& out);
 // moe_ops.cc
 void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorView& slot_mapping,
                const ops::MoeRouteParams& params, const TensorView& ids, const TensorView& weights);
@@ -46,7 +45,6 @@ void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& s
                 const TensorView& expert_offsets, int top_k, const TensorView& out);
 void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const TensorView& slot_rows,
                  const TensorView& ids, const TensorView& weights, const TensorView& out);
-void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate,
-                       const TensorView& out);
+void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate, const TensorView& out);
 
 }  // namespace taco::cpu

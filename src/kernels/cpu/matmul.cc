@@ -6,9 +6,9 @@
 #include "core/check.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/canonical_dot.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/dot_internal.h"
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/cpu/cpu_ops.h"
 
 namespace taco::cpu {
 
@@ -26,8 +26,8 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
 
 // Each expert's rows are one matmul over that expert's [N, K] slice: every output row is computed on its own in
 // the canonical order, so the grouping does not change a bit.
-void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w,
-                    const TensorView& expert_offsets, const TensorView& y) {
+void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView& expert_offsets,
+                    const TensorView& y) {
     const int32_t* offsets = expert_offsets.as<int32_t>();
     const int64_t num_experts = w.shape[0], n = w.shape[1], k = w.shape[2];
     const size_t expert_bytes = size_t(w.strides[0]) * dtype_size_bytes(w.dtype);

@@ -98,8 +98,7 @@ void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorVie
         }
         switch (params.routing) {
             case ops::MoeRouting::kSoftmaxTopK:
-                route_softmax_top_k(logits.row<float>(t), num_experts, params, a, reinterpret_cast<uint8_t*>(b), id,
-                                    w);
+                route_softmax_top_k(logits.row<float>(t), num_experts, params, a, reinterpret_cast<uint8_t*>(b), id, w);
                 break;
             case ops::MoeRouting::kSparseMixer:
                 route_sparse_mixer(logits.row<float>(t), num_experts, params.sparsemixer_eps, a, b, id, w);

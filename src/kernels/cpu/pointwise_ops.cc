@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/dot_internal.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/dot_internal.h"
 
 namespace taco::cpu {
 
@@ -21,8 +21,8 @@ void softcap_inplace(const ExecContext& ctx, const TensorView& x, float cap) {
     for (int64_t i = 0, n = x.numel(); i < n; ++i) p[i] = std::tanh(p[i] / cap) * cap;
 }
 
-void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight,
-                         const TensorView* bias, float eps) {
+void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                         float eps) {
     const int64_t tokens = x.shape[0], heads = x.shape[1], dim = x.shape[2];
     thread_local std::vector<float> centered;  // grows once per thread, then reused
     if (centered.size() < size_t(dim)) centered.resize(size_t(dim));
