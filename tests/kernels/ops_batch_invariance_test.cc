@@ -1,0 +1,220 @@
+// Batch invariance at the op level (ARCHITECTURE.md, "Parity rule"): a row's output has the same bits computed
+// alone or among other rows, for matmul (every weight dtype), the norms, paged attention (in a batch, as a chunk
+// after a cached prefix, as a decode row, over other physical blocks) and the MoE chain ending in moe_combine.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "kernels/ops.h"
+#include "parity_harness.h"
+
+namespace taco::parity {
+namespace {
+
+class OpsBatchInvariance : public testing::TestWithParam<BackendMaker> {
+protected:
+    OpsBatchInvariance() : backend_(GetParam().make()), run_(backend_, backend_.name + " batch invariance", 0, 1234) {}
+
+    // Whether row `row` of `a` (rows of row_bytes) has the bits of row `other_row` of `b`.
+    bool same_row(const TensorView& a, int64_t row, const TensorView& b, int64_t other_row) {
+        Tensor ha = run_.host_copy(a), hb = run_.host_copy(b);
+        const size_t row_bytes = ha.view().nbytes() / size_t(a.shape[0]);
+        return std::memcmp(static_cast<uint8_t*>(ha.view().data) + size_t(row) * row_bytes,
+                           static_cast<uint8_t*>(hb.view().data) + size_t(other_row) * row_bytes, row_bytes) == 0;
+    }
+
+    ParityBackend backend_;
+    ParityRun run_;
+};
+
+TEST_P(OpsBatchInvariance, MatmulRowAloneEqualsTheRowInABatch) {
+    ParityRun& r = run_;
+    for (DType w_dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+        const int64_t m = 37, n = 23, k = 257;
+        TensorView x = r.host_act({m, k});
+        TensorView w = r.device(r.host_random({n, k}, w_dtype, -1, 1));
+        TensorView bias = r.device(r.host_random({n}, DType::kF32, -1, 1));
+        TensorView y = r.device_output({m, n}, r.act());
+        ops::matmul(r.ctx(), r.device(x), w, &bias, y);
+        for (int64_t i = 0; i < m; ++i) {
+            TensorView y_row = r.device_output({1, n}, r.act());
+            ops::matmul(r.ctx(), r.device(x.rows(i, i + 1)), w, &bias, y_row);
+            EXPECT_TRUE(same_row(y, i, y_row, 0)) << dtype_name(w_dtype) << " row " << i;
+        }
+        // Rows 5..12 as a batch of their own: another tiling of the same rows.
+        TensorView y_some = r.device_output({8, n}, r.act());
+        ops::matmul(r.ctx(), r.device(x.rows(5, 13)), w, &bias, y_some);
+        for (int64_t i = 0; i < 8; ++i) EXPECT_TRUE(same_row(y, 5 + i, y_some, i)) << dtype_name(w_dtype) << " " << i;
+    }
+}
+
+TEST_P(OpsBatchInvariance, NormRowAloneEqualsTheRowInABatch) {
+    ParityRun& r = run_;
+    const int64_t rows = 33, hidden = 200;
+    TensorView x = r.host_act({rows, hidden}, -3, 5);
+    TensorView w = r.device(r.host_random({hidden}, DType::kF32, -1, 1));
+    TensorView b = r.device(r.host_random({hidden}, DType::kF32, -1, 1));
+    TensorView rms = r.device_output({rows, hidden}, r.act()), ln = r.device_output({rows, hidden}, r.act());
+    ops::rms_norm(r.ctx(), r.device(x), w, 1e-6f, 1.0f, rms);
+    ops::layer_norm(r.ctx(), r.device(x), w, &b, 1e-5f, ln);
+    for (int64_t i = 0; i < rows; ++i) {
+        TensorView rms_row = r.device_output({1, hidden}, r.act()), ln_row = r.device_output({1, hidden}, r.act());
+        ops::rms_norm(r.ctx(), r.device(x.rows(i, i + 1)), w, 1e-6f, 1.0f, rms_row);
+        ops::layer_norm(r.ctx(), r.device(x.rows(i, i + 1)), w, &b, 1e-5f, ln_row);
+        EXPECT_TRUE(same_row(rms, i, rms_row, 0)) << "rms_norm row " << i;
+        EXPECT_TRUE(same_row(ln, i, ln_row, 0)) << "layer_norm row " << i;
+    }
+    // Per-head LayerNorm: a token alone against the same token among others.
+    TensorView heads = r.host_act({6, 4, 24}, -2, 4);
+    TensorView hw = r.device(r.host_random({4, 24}, DType::kF32, -1, 1));
+    TensorView all = r.device(heads), one = r.device(heads.rows(3, 4));
+    ops::per_head_layer_norm(r.ctx(), all, hw, nullptr, 1e-5f);
+    ops::per_head_layer_norm(r.ctx(), one, hw, nullptr, 1e-5f);
+    EXPECT_TRUE(same_row(all, 3, one, 0));
+}
+
+// Sequences of given K, V and queries ([len, heads | kv_heads, D] each), cached and attended in several layouts.
+struct Sequence {
+    int64_t len;
+    TensorView q, k, v;  // host
+};
+
+constexpr int64_t kHeads = 4, kKvHeads = 2, kHeadDim = 80, kBlockSize = 16;
+
+// Writes every sequence's K/V into a cache (through write_kv_cache, blocks in a shuffled order that depends on
+// `layout_seed`), then runs the queries at positions [first[s], len) of each as one batch; returns the output
+// [tokens, heads, D] on the device, sequence after sequence.
+TensorView attend(ParityRun& r, const std::vector<const Sequence*>& seqs, const std::vector<int64_t>& first,
+                  uint32_t layout_seed) {
+    const auto num_seqs = int64_t(seqs.size());
+    int64_t num_blocks = 2, max_blocks = 1, tokens = 0, cached = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+        const int64_t used = (seqs[s]->len + kBlockSize - 1) / kBlockSize;
+        num_blocks += used;
+        max_blocks = std::max(max_blocks, used);
+        tokens += seqs[s]->len - first[s];
+        cached += seqs[s]->len;
+    }
+    std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::mt19937 layout(layout_seed);
+    std::shuffle(blocks.begin(), blocks.end(), layout);
+    std::vector<int32_t> query_start = {0}, seq_lens, positions, tables;
+    std::vector<int64_t> slots;
+    ref::Values q, k, v;
+    size_t next = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+        const Sequence& seq = *seqs[s];
+        const size_t table_begin = tables.size();
+        for (int64_t b = 0; b < max_blocks; ++b)
+            tables.push_back(b * kBlockSize < seq.len ? blocks[next++] : blocks.back());
+        for (int64_t p = 0; p < seq.len; ++p)
+            slots.push_back(int64_t(tables[table_begin + size_t(p / kBlockSize)]) * kBlockSize + p % kBlockSize);
+        const ref::Values sq = ref::values_of(seq.q), sk = ref::values_of(seq.k), sv = ref::values_of(seq.v);
+        q.insert(q.end(), sq.begin() + first[s] * kHeads * kHeadDim, sq.end());
+        k.insert(k.end(), sk.begin(), sk.end());
+        v.insert(v.end(), sv.begin(), sv.end());
+        for (int64_t p = first[s]; p < seq.len; ++p) positions.push_back(int32_t(p));
+        query_start.push_back(int32_t(positions.size()));
+        seq_lens.push_back(int32_t(seq.len));
+    }
+    TensorView k_cache = r.device(r.host_act({num_blocks, kBlockSize, kKvHeads, kHeadDim}));
+    TensorView v_cache = r.device(r.host_act({num_blocks, kBlockSize, kKvHeads, kHeadDim}));
+    ops::write_kv_cache(r.ctx(), r.device(r.host_values({cached, kKvHeads, kHeadDim}, r.act(), k)),
+                        r.device(r.host_values({cached, kKvHeads, kHeadDim}, r.act(), v)),
+                        r.device(r.host_i64({cached}, slots)), k_cache, v_cache);
+    ops::AttentionMetadata batch;
+    batch.query_start = r.device(r.host_i32({num_seqs + 1}, query_start));
+    batch.seq_lens = r.device(r.host_i32({num_seqs}, seq_lens));
+    batch.positions = r.device(r.host_i32({tokens}, positions));
+    batch.block_tables = r.device(r.host_i32({num_seqs, max_blocks}, tables));
+    ops::AttentionParams params;
+    params.scale = 0.11f;
+    params.sliding_window = 40;
+    TensorView out = r.device_output({tokens, kHeads, kHeadDim}, r.act());
+    ops::paged_attention(r.ctx(), r.device(r.host_values({tokens, kHeads, kHeadDim}, r.act(), q)), k_cache, v_cache,
+                         batch, params, out);
+    return out;
+}
+
+TEST_P(OpsBatchInvariance, AttentionRowIsTheSameAloneBatchedChunkedAndAsADecodeRow) {
+    ParityRun& r = run_;
+    auto make = [&](int64_t len) {
+        return Sequence{len, r.host_act({len, kHeads, kHeadDim}, -3, 3), r.host_act({len, kKvHeads, kHeadDim}),
+                        r.host_act({len, kKvHeads, kHeadDim})};
+    };
+    const Sequence a = make(53), b = make(7), c = make(30);
+    const TensorView alone = attend(r, {&a}, {0}, 1);
+    // B's 7 rows come first, then A's 53.
+    const TensorView batched = attend(r, {&b, &a, &c}, {0, 0, 0}, 2);
+    // A's last 20 rows as a chunk after 33 cached tokens, beside decode rows of B and C.
+    const TensorView chunked = attend(r, {&c, &a, &b}, {29, 33, 6}, 3);
+    // A's last row as a decode row.
+    const TensorView decode = attend(r, {&a}, {52}, 4);
+    for (int64_t p = 0; p < a.len; ++p) {
+        EXPECT_TRUE(same_row(alone, p, batched, 7 + p)) << "in a batch, position " << p;
+        if (p >= 33) {
+            EXPECT_TRUE(same_row(alone, p, chunked, 1 + p - 33)) << "as a chunk, position " << p;
+        }
+    }
+    EXPECT_TRUE(same_row(alone, 52, decode, 0)) << "as a decode row";
+    EXPECT_TRUE(same_row(batched, 7 + 53 + 29, chunked, 0)) << "C's decode row";
+}
+
+// route -> align -> gather -> grouped gate/up (halves of one stack) -> activation -> grouped down -> combine.
+TensorView moe(ParityRun& r, const TensorView& x, const TensorView& slot_mapping, const TensorView& router,
+               const TensorView& gate_up, const TensorView& down) {
+    const int64_t tokens = x.shape[0], hidden = x.shape[1], experts = router.shape[0], inter = down.shape[2];
+    const int top_k = 2;
+    const int64_t slots = tokens * top_k;
+    TensorView logits = r.device_output({tokens, experts}, DType::kF32);
+    ops::matmul(r.ctx(), x, router, nullptr, logits);
+    ops::MoeRouteParams params;
+    params.top_k = top_k;
+    TensorView ids = r.device_output({tokens, top_k}, DType::kI32);
+    TensorView weights = r.device_output({tokens, top_k}, DType::kF32);
+    ops::moe_route(r.ctx(), logits, slot_mapping, params, ids, weights);
+    TensorView sorted = r.device_output({slots}, DType::kI32), rows = r.device_output({slots}, DType::kI32);
+    TensorView offsets = r.device_output({experts + 1}, DType::kI32);
+    ops::moe_align(r.ctx(), ids, int(experts), sorted, rows, offsets);
+    TensorView gathered = r.device_output({slots, hidden}, r.act());
+    ops::moe_gather(r.ctx(), x, sorted, offsets, top_k, gathered);
+    TensorView gate = r.device_output({slots, inter}, r.act()), up = r.device_output({slots, inter}, r.act());
+    ops::grouped_matmul(r.ctx(), gathered, gate_up.slice(1, 0, inter), offsets, gate);
+    ops::grouped_matmul(r.ctx(), gathered, gate_up.slice(1, inter, 2 * inter), offsets, up);
+    ops::gated_activation(r.ctx(), gate, up, ops::Activation::kSilu, gate);
+    TensorView expert_out = r.device_output({slots, hidden}, r.act());
+    ops::grouped_matmul(r.ctx(), gate, down, offsets, expert_out);
+    TensorView out = r.device_output({tokens, hidden}, r.act());
+    ops::moe_combine(r.ctx(), expert_out, rows, ids, weights, out);
+    return out;
+}
+
+TEST_P(OpsBatchInvariance, MoeTokenAloneEqualsTheTokenInABatch) {
+    ParityRun& r = run_;
+    const int64_t tokens = 19, hidden = 48, experts = 8, inter = 40;
+    TensorView x = r.host_act({tokens, hidden}, -2, 2);
+    TensorView router = r.device(r.host_random({experts, hidden}, DType::kBF16, -1, 1));
+    TensorView gate_up = r.device(r.host_random({experts, 2 * inter, hidden}, DType::kBF16, -0.3, 0.3));
+    TensorView down = r.device(r.host_random({experts, hidden, inter}, DType::kBF16, -0.3, 0.3));
+    std::vector<int64_t> slots(static_cast<size_t>(tokens));
+    std::iota(slots.begin(), slots.end(), 0);
+    slots[4] = -1;  // a padding token in the batch
+    const TensorView all = moe(r, r.device(x), r.device(r.host_i64({tokens}, slots)), router, gate_up, down);
+    for (int64_t t = 0; t < tokens; ++t) {
+        if (t == 4) continue;
+        const TensorView one = moe(r, r.device(x.rows(t, t + 1)), TensorView(), router, gate_up, down);
+        EXPECT_TRUE(same_row(all, t, one, 0)) << "token " << t;
+    }
+    // The padding token's output is zero.
+    const ref::Values out = r.read(all);
+    for (int64_t h = 0; h < hidden; ++h) EXPECT_EQ(out[size_t(4 * hidden + h)], 0.0) << h;
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuF32, OpsBatchInvariance, testing::Values(kCpuF32),
+                         [](const testing::TestParamInfo<BackendMaker>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace taco::parity

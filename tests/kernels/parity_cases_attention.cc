@@ -1,0 +1,238 @@
+// Parity cases of the attention ops: rotary embedding (neox and interleaved, partial, LongRoPE table offsets), paged
+// KV writes with padding slots, and paged attention over batches of sequences with cached prefixes, chunks, decode
+// rows and padding tokens, over head dims, GQA groups, block sizes, sliding windows, soft-capping and both ALiBi
+// forms.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "kernels/ops.h"
+#include "parity_harness.h"
+
+namespace taco::parity {
+namespace {
+
+// cos and sin tables [parts * positions, rotary_dim / 2], f32: row part * positions + p holds the angles
+// p * base^(-2i / rotary_dim) * factors[part] (LongRoPE: short factors in part 0, long ones in part 1).
+std::pair<TensorView, TensorView> rotary_tables(ParityRun& r, int64_t positions, int rotary_dim,
+                                                const std::vector<double>& factors) {
+    const int64_t half = rotary_dim / 2, rows = positions * int64_t(factors.size());
+    ref::Values cos(size_t(rows * half)), sin(cos.size());
+    for (int64_t row = 0; row < rows; ++row) {
+        for (int64_t i = 0; i < half; ++i) {
+            const double angle = double(row % positions) * std::pow(10000.0, -2.0 * double(i) / rotary_dim) *
+                                 factors[size_t(row / positions)];
+            cos[size_t(row * half + i)] = std::cos(angle);
+            sin[size_t(row * half + i)] = std::sin(angle);
+        }
+    }
+    return {r.host_values({rows, half}, DType::kF32, cos), r.host_values({rows, half}, DType::kF32, sin)};
+}
+
+CaseGroup rotary_group(const std::string& name, bool neox_style) {
+    struct Shape {
+        int64_t tokens, heads, head_dim;
+        int rotary_dim;
+        bool long_rope;  // a second table half after the first, picked per token by table_offsets
+    };
+    CaseGroup group{"rotary_embedding", name, {}};
+    for (Shape s : {Shape{1, 1, 2, 2, false},
+                    {5, 4, 64, 64, false},
+                    {7, 2, 80, 20, false},
+                    {3, 3, 96, 32, false},
+                    {4, 2, 256, 64, false},
+                    {9, 4, 128, 128, true},
+                    {6, 2, 96, 48, true}}) {
+        group.cases.push_back(
+            {fmt::format("t{}_heads{}_d{}_rot{}{}", s.tokens, s.heads, s.head_dim, s.rotary_dim,
+                         s.long_rope ? "_long_rope" : ""),
+             [=](ParityRun& r) {
+                 const int64_t max_positions = 64;
+                 auto [cos, sin] =
+                     rotary_tables(r, max_positions, s.rotary_dim,
+                                   s.long_rope ? std::vector<double>{1.0, 0.37} : std::vector<double>{1.0});
+                 std::vector<int32_t> positions, offsets;
+                 for (int64_t t = 0; t < s.tokens; ++t) {
+                     positions.push_back(int32_t(r.uniform_int(0, max_positions - 1)));
+                     offsets.push_back(s.long_rope && r.uniform_int(0, 1) == 1 ? int32_t(max_positions) : 0);
+                 }
+                 if (s.tokens > 1) positions[0] = 0, positions[1] = int32_t(max_positions - 1);
+                 TensorView x = r.host_act({s.tokens, s.heads, s.head_dim}, -2, 2);
+                 TensorView pos = r.host_i32({s.tokens}, positions);
+                 TensorView off = s.long_rope ? r.host_i32({s.tokens}, offsets) : TensorView();
+                 TensorView device_x = r.device(x);
+                 ops::rotary_embedding(r.ctx(), device_x, r.device(pos), s.long_rope ? r.device(off) : TensorView(),
+                                       r.device(cos), r.device(sin), s.rotary_dim, neox_style);
+                 r.expect_close("x", device_x, ref::rotary_embedding(x, pos, off, cos, sin, s.rotary_dim, neox_style));
+             }});
+    }
+    return group;
+}
+
+CaseGroup write_kv_cache_group() {
+    CaseGroup group{"write_kv_cache", "slots", {}};
+    for (auto [tokens, block_size, kv_heads, head_dim] :
+         {std::array<int64_t, 4>{1, 16, 1, 64}, {9, 8, 2, 80}, {20, 16, 8, 128}, {6, 1, 2, 96}}) {
+        group.cases.push_back(
+            {fmt::format("t{}_block{}_kv{}_d{}", tokens, block_size, kv_heads, head_dim), [=](ParityRun& r) {
+                 const int64_t num_blocks = (tokens + block_size - 1) / block_size + 2;
+                 std::vector<int64_t> slots(size_t(num_blocks * block_size));
+                 std::iota(slots.begin(), slots.end(), 0);
+                 std::shuffle(slots.begin(), slots.end(), r.rng());
+                 slots.resize(size_t(tokens));
+                 if (tokens > 2) slots[1] = -1, slots[size_t(tokens - 1)] = -1;  // padding tokens
+                 TensorView k = r.host_act({tokens, kv_heads, head_dim}), v = r.host_act({tokens, kv_heads, head_dim});
+                 TensorView k_cache = r.host_act({num_blocks, block_size, kv_heads, head_dim});
+                 TensorView v_cache = r.host_act({num_blocks, block_size, kv_heads, head_dim});
+                 TensorView slot_mapping = r.host_i64({tokens}, slots);
+                 TensorView device_k_cache = r.device(k_cache), device_v_cache = r.device(v_cache);
+                 ops::write_kv_cache(r.ctx(), r.device(k), r.device(v), r.device(slot_mapping), device_k_cache,
+                                     device_v_cache);
+                 const ref::KvCache want = ref::write_kv_cache(k, v, slot_mapping, k_cache, v_cache);
+                 r.expect_close("k_cache", device_k_cache, want.k);
+                 r.expect_close("v_cache", device_v_cache, want.v);
+             }});
+    }
+    return group;
+}
+
+enum class Alibi { kNone, kSlopes, kFalcon };
+
+struct AttentionCase {
+    std::string name;
+    int64_t heads = 4, kv_heads = 2, head_dim = 64, block_size = 16;
+    std::vector<std::pair<int64_t, int64_t>> seqs;  // (cached tokens, new tokens) per sequence
+    int64_t padding_tokens = 0;                     // rows past query_start[S]
+    int sliding_window = 0;
+    float softcap = 0;
+    Alibi alibi = Alibi::kNone;
+    double q_range = 3;  // |q| elements up to this: peaked enough softmaxes
+};
+
+// A batch of sequences over a cache whose blocks are shuffled and whose unused slots hold other values; block table
+// entries past a sequence's blocks point at a block of another sequence.
+void run_attention(ParityRun& r, const AttentionCase& c) {
+    const int64_t num_seqs = int64_t(c.seqs.size());
+    int64_t tokens = c.padding_tokens, num_blocks = 1, max_blocks = 1;
+    for (auto [cached, fresh] : c.seqs) {
+        tokens += fresh;
+        num_blocks += (cached + fresh + c.block_size - 1) / c.block_size;
+        max_blocks = std::max(max_blocks, (cached + fresh + c.block_size - 1) / c.block_size + 1);
+    }
+    std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), r.rng());
+    std::vector<int32_t> query_start = {0}, seq_lens, positions, tables;
+    size_t next_block = 0;
+    int32_t max_query_len = 0, max_seq_len = 0;
+    for (auto [cached, fresh] : c.seqs) {
+        const int64_t len = cached + fresh, used = (len + c.block_size - 1) / c.block_size;
+        for (int64_t b = 0; b < max_blocks; ++b) tables.push_back(b < used ? blocks[next_block++] : blocks.back());
+        for (int64_t p = cached; p < len; ++p) positions.push_back(int32_t(p));
+        query_start.push_back(int32_t(positions.size()));
+        seq_lens.push_back(int32_t(len));
+        max_query_len = std::max(max_query_len, int32_t(fresh));
+        max_seq_len = std::max(max_seq_len, int32_t(len));
+    }
+    for (int64_t i = 0; i < c.padding_tokens; ++i) positions.push_back(0);
+    ref::Values slopes;
+    for (int64_t h = 0; h < c.heads; ++h) {
+        const double slope = std::pow(2.0, -8.0 * double(h + 1) / double(c.heads));
+        slopes.push_back(c.alibi == Alibi::kFalcon ? ref::round_to_bf16(slope) : slope);
+    }
+
+    TensorView q = r.host_act({tokens, c.heads, c.head_dim}, -c.q_range, c.q_range);
+    TensorView k_cache = r.host_act({num_blocks, c.block_size, c.kv_heads, c.head_dim});
+    TensorView v_cache = r.host_act({num_blocks, c.block_size, c.kv_heads, c.head_dim});
+    TensorView out_before = r.host_act({tokens, c.heads, c.head_dim}, 5, 6);  // padding rows keep these
+    ops::AttentionMetadata host;
+    host.query_start = r.host_i32({num_seqs + 1}, query_start);
+    host.seq_lens = r.host_i32({num_seqs}, seq_lens);
+    host.positions = r.host_i32({tokens}, positions);
+    host.block_tables = r.host_i32({num_seqs, max_blocks}, tables);
+    host.max_query_len = max_query_len;
+    host.max_seq_len = max_seq_len;
+    ops::AttentionParams params;
+    params.scale = float(1.0 / std::sqrt(double(c.head_dim)));
+    params.sliding_window = c.sliding_window;
+    params.logit_softcap = c.softcap;
+    params.alibi_bf16_key_positions = c.alibi == Alibi::kFalcon;
+    TensorView host_slopes = r.host_values({c.heads}, DType::kF32, slopes);
+    if (c.alibi != Alibi::kNone) params.alibi_slopes = host_slopes;
+
+    ops::AttentionMetadata device = host;
+    device.query_start = r.device(host.query_start);
+    device.seq_lens = r.device(host.seq_lens);
+    device.positions = r.device(host.positions);
+    device.block_tables = r.device(host.block_tables);
+    ops::AttentionParams device_params = params;
+    if (c.alibi != Alibi::kNone) device_params.alibi_slopes = r.device(host_slopes);
+    TensorView out = r.device(out_before);
+    ops::paged_attention(r.ctx(), r.device(q), r.device(k_cache), r.device(v_cache), device, device_params, out);
+    r.expect_close("out", out, ref::paged_attention(q, k_cache, v_cache, host, params, out_before));
+}
+
+std::string describe(const AttentionCase& c) {
+    std::string s = fmt::format("{}_heads{}_kv{}_d{}_block{}", c.name, c.heads, c.kv_heads, c.head_dim, c.block_size);
+    for (auto [cached, fresh] : c.seqs) s += fmt::format("_{}+{}", cached, fresh);
+    if (c.padding_tokens > 0) s += fmt::format("_pad{}", c.padding_tokens);
+    return s;
+}
+
+CaseGroup attention_group(const std::string& name, const std::vector<AttentionCase>& cases) {
+    CaseGroup group{"paged_attention", name, {}};
+    for (const AttentionCase& c : cases)
+        group.cases.push_back({describe(c), [c](ParityRun& r) { run_attention(r, c); }});
+    return group;
+}
+
+// A mixed batch: a prompt from scratch, a chunk after a cached prefix, two decode rows, padding tokens.
+const std::vector<std::pair<int64_t, int64_t>> kMixedBatch = {{0, 7}, {19, 5}, {40, 1}, {3, 1}};
+
+std::vector<CaseGroup> paged_attention_groups() {
+    std::vector<AttentionCase> head_dims, gqa, window, softcap;
+    for (int64_t d : {64, 80, 96, 128, 256})
+        head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 2});
+    for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {6, 3}})
+        gqa.push_back(
+            {.name = "gqa", .heads = heads, .kv_heads = kv_heads, .block_size = 8, .seqs = {{0, 20}, {33, 1}}});
+    for (int w : {1, 4, 16, 1000})
+        window.push_back(
+            {.name = fmt::format("window{}", w), .seqs = {{30, 10}, {0, 12}, {60, 1}}, .sliding_window = w});
+    for (float cap : {50.0f, 2.0f})
+        softcap.push_back(
+            {.name = fmt::format("softcap{}", int(cap)), .seqs = kMixedBatch, .softcap = cap, .q_range = 8});
+    return {
+        attention_group("head_dims", head_dims),
+        attention_group("gqa", gqa),
+        attention_group("decode", {{.name = "decode",
+                                    .heads = 8,
+                                    .head_dim = 128,
+                                    .seqs = {{50, 1}, {0, 1}, {15, 1}, {16, 1}, {31, 1}, {100, 1}}}}),
+        attention_group("chunks", {{.name = "chunks", .seqs = {{16, 16}, {5, 27}, {100, 3}}},
+                                   {.name = "chunks", .block_size = 32, .seqs = {{32, 1}, {33, 40}}}}),
+        attention_group("block_sizes_and_padding",
+                        {{.name = "tiny_blocks", .block_size = 1, .seqs = {{3, 4}, {0, 2}}, .padding_tokens = 3},
+                         {.name = "all_padding_but_one", .block_size = 8, .seqs = {{9, 1}}, .padding_tokens = 7}}),
+        attention_group("sliding_window", window),
+        attention_group("softcap", softcap),
+        attention_group("alibi", {{.name = "alibi", .seqs = {{0, 9}, {20, 4}, {64, 1}}, .alibi = Alibi::kSlopes}}),
+        // Key positions past 256 round in bfloat16; 16 heads give slopes 2^(-h/2), half of them not powers of two.
+        attention_group(
+            "alibi_falcon",
+            {{.name = "falcon", .heads = 16, .kv_heads = 4, .seqs = {{280, 3}, {0, 5}}, .alibi = Alibi::kFalcon}}),
+    };
+}
+
+}  // namespace
+
+std::vector<CaseGroup> attention_case_groups() {
+    std::vector<CaseGroup> groups = {rotary_group("neox", true), rotary_group("interleaved", false),
+                                     write_kv_cache_group()};
+    for (CaseGroup& g : paged_attention_groups()) groups.push_back(std::move(g));
+    return groups;
+}
+
+}  // namespace taco::parity

@@ -1,0 +1,267 @@
+// Parity cases of the dense ops: matmul and dot, lookups and copies, norms, elementwise ops and activations.
+#include <fmt/format.h>
+
+#include "kernels/ops.h"
+#include "parity_harness.h"
+
+namespace taco::parity {
+namespace {
+
+using ops::Activation;
+
+const char* activation_name(Activation act) {
+    switch (act) {
+        case Activation::kSilu: return "silu";
+        case Activation::kGeluTanh: return "gelu_tanh";
+        case Activation::kGeluErf: return "gelu_erf";
+        case Activation::kRelu: return "relu";
+        case Activation::kRelu2: return "relu2";
+    }
+    return "?";
+}
+
+constexpr Activation kActivations[] = {Activation::kSilu, Activation::kGeluTanh, Activation::kGeluErf,
+                                       Activation::kRelu, Activation::kRelu2};
+
+// y [M, N] = x [M, K] . w [N, K]^T (+ bias): one row, odd sizes, K below, at and past multiples of 16.
+CaseGroup matmul_group(DType w_dtype) {
+    struct Shape {
+        int64_t m, n, k;
+        bool bias;
+    };
+    const Shape shapes[] = {{1, 1, 1, false},    {1, 7, 33, true},    {3, 5, 15, false},
+                            {4, 16, 16, true},   {7, 13, 100, false}, {17, 9, 257, true},
+                            {33, 34, 64, false}, {2, 3, 1000, true},  {5, 64, 4100, false}};
+    CaseGroup group{"matmul", lower_dtype_name(w_dtype) + "_weights", {}};
+    for (const Shape& s : shapes) {
+        group.cases.push_back({fmt::format("m{}_n{}_k{}{}", s.m, s.n, s.k, s.bias ? "_bias" : ""), [=](ParityRun& r) {
+                                   TensorView x = r.host_act({s.m, s.k});
+                                   TensorView w = r.host_random({s.n, s.k}, w_dtype, -1, 1);
+                                   TensorView bias = r.host_random({s.n}, DType::kF32, -1, 1);
+                                   TensorView y = r.device_output({s.m, s.n}, r.act());
+                                   TensorView device_bias = r.device(bias);
+                                   ops::matmul(r.ctx(), r.device(x), r.device(w), s.bias ? &device_bias : nullptr, y);
+                                   r.expect_close("y", y, ref::matmul(x, w, s.bias ? &bias : nullptr));
+                               }});
+    }
+    return group;
+}
+
+// ops::dot runs on the host whatever the backend: one vector against the rows of another.
+CaseGroup dot_group() {
+    CaseGroup group{"dot", "lengths", {}};
+    for (int64_t k : {0, 1, 15, 16, 17, 100, 257, 1000}) {
+        group.cases.push_back({fmt::format("k{}", k), [=](ParityRun& r) {
+                                   const int64_t n = 8;
+                                   TensorView a = r.host_random({k + 1}, DType::kF32, -1, 1);
+                                   TensorView b = r.host_random({n, k + 1}, DType::kF32, -1, 1);
+                                   ref::Values got, want;
+                                   for (int64_t j = 0; j < n; ++j) {
+                                       const float* row = b.as<float>() + j * (k + 1);
+                                       got.push_back(ops::dot(a.as<float>(), row, k));
+                                       want.push_back(ref::dot(a.as<float>(), row, k));
+                                   }
+                                   r.expect_close_host("dot", got, want, n, DType::kF32);
+                               }});
+    }
+    return group;
+}
+
+std::vector<int32_t> random_ids(ParityRun& r, int64_t count, int64_t limit) {
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < count; ++i) ids.push_back(int32_t(r.uniform_int(0, limit - 1)));
+    if (count >= 3) ids[0] = 0, ids[1] = int32_t(limit - 1), ids[2] = int32_t(limit - 1);  // both ends, a repeat
+    return ids;
+}
+
+CaseGroup embedding_group(DType table_dtype) {
+    CaseGroup group{"embedding", lower_dtype_name(table_dtype) + "_table", {}};
+    for (auto [tokens, vocab, hidden] : {std::array<int64_t, 3>{1, 5, 8}, {7, 50, 33}, {20, 300, 64}}) {
+        group.cases.push_back({fmt::format("t{}_v{}_h{}", tokens, vocab, hidden), [=](ParityRun& r) {
+                                   TensorView table = r.host_random({vocab, hidden}, table_dtype, -2, 2);
+                                   TensorView ids = r.host_i32({tokens}, random_ids(r, tokens, vocab));
+                                   TensorView out = r.device_output({tokens, hidden}, r.act());
+                                   ops::embedding(r.ctx(), r.device(ids), r.device(table), out);
+                                   r.expect_close("out", out, ref::embedding(ids, table));
+                               }});
+    }
+    return group;
+}
+
+CaseGroup gather_rows_group() {
+    CaseGroup group{"gather_rows", "rows", {}};
+    for (auto [rows, src_rows, hidden] : {std::array<int64_t, 3>{1, 1, 5}, {4, 9, 17}, {12, 5, 64}}) {
+        group.cases.push_back({fmt::format("r{}_of_{}_h{}", rows, src_rows, hidden), [=](ParityRun& r) {
+                                   TensorView src = r.host_act({src_rows, hidden});
+                                   TensorView indices = r.host_i32({rows}, random_ids(r, rows, src_rows));
+                                   TensorView out = r.device_output({rows, hidden}, r.act());
+                                   ops::gather_rows(r.ctx(), r.device(src), r.device(indices), out);
+                                   r.expect_close("out", out, ref::gather_rows(src, indices));
+                               }});
+    }
+    return group;
+}
+
+CaseGroup copy_group() {
+    CaseGroup group{"copy", "dtypes", {}};
+    group.cases.push_back({"act_reshaped", [](ParityRun& r) {
+                               TensorView src = r.host_act({5, 7});
+                               TensorView dst = r.device_output({35}, r.act());
+                               ops::copy(r.ctx(), r.device(src), dst);
+                               r.expect_close("dst", dst, ref::copy(src));
+                           }});
+    group.cases.push_back({"bf16", [](ParityRun& r) {
+                               TensorView src = r.host_random({3, 4}, DType::kBF16, -5, 5);
+                               TensorView dst = r.device_output({3, 4}, DType::kBF16);
+                               ops::copy(r.ctx(), r.device(src), dst);
+                               r.expect_close("dst", dst, ref::copy(src));
+                           }});
+    group.cases.push_back({"i32", [](ParityRun& r) {
+                               const std::vector<int32_t> values = {7, -1, 0, 2147483647, -2147483647 - 1, 42};
+                               TensorView dst = r.device_output({2, 3}, DType::kI32);
+                               ops::copy(r.ctx(), r.device(r.host_i32({6}, values)), dst);
+                               r.expect_equal("dst", r.read_i32(dst), values);
+                           }});
+    return group;
+}
+
+CaseGroup rms_norm_group() {
+    struct Shape {
+        int64_t tokens, hidden;
+        float eps, weight_offset;
+    };
+    CaseGroup group{"rms_norm", "shapes", {}};
+    for (Shape s :
+         {Shape{1, 1, 1e-6f, 0}, {1, 64, 1e-6f, 0}, {3, 17, 1e-5f, 1}, {5, 255, 1e-6f, 0}, {2, 1024, 1e-5f, 1}}) {
+        group.cases.push_back({fmt::format("t{}_h{}_offset{}", s.tokens, s.hidden, s.weight_offset), [=](ParityRun& r) {
+                                   TensorView x = r.host_act({s.tokens, s.hidden}, -3, 3);
+                                   TensorView w = r.host_random({s.hidden}, DType::kF32, -1, 1);
+                                   TensorView out = r.device_output({s.tokens, s.hidden}, r.act());
+                                   ops::rms_norm(r.ctx(), r.device(x), r.device(w), s.eps, s.weight_offset, out);
+                                   r.expect_close("out", out, ref::rms_norm(x, w, s.eps, s.weight_offset));
+                               }});
+    }
+    return group;
+}
+
+CaseGroup layer_norm_group() {
+    CaseGroup group{"layer_norm", "shapes", {}};
+    for (auto [tokens, hidden, bias] :
+         {std::array<int64_t, 3>{1, 1, 1}, {1, 64, 0}, {3, 17, 1}, {4, 255, 1}, {2, 1024, 0}}) {
+        group.cases.push_back({fmt::format("t{}_h{}{}", tokens, hidden, bias ? "_bias" : ""), [=](ParityRun& r) {
+                                   // A mean of about 4 to take out.
+                                   TensorView x = r.host_act({tokens, hidden}, 3, 5);
+                                   TensorView w = r.host_random({hidden}, DType::kF32, -1, 1);
+                                   TensorView b = r.host_random({hidden}, DType::kF32, -1, 1);
+                                   TensorView out = r.device_output({tokens, hidden}, r.act());
+                                   TensorView device_b = r.device(b);
+                                   ops::layer_norm(r.ctx(), r.device(x), r.device(w), bias ? &device_b : nullptr, 1e-5f,
+                                                   out);
+                                   r.expect_close("out", out, ref::layer_norm(x, w, bias ? &b : nullptr, 1e-5));
+                               }});
+    }
+    return group;
+}
+
+CaseGroup per_head_layer_norm_group() {
+    CaseGroup group{"per_head_layer_norm", "shapes", {}};
+    for (auto [tokens, heads, dim, bias] : {std::array<int64_t, 4>{1, 1, 8, 0}, {3, 4, 24, 1}, {5, 8, 80, 1}}) {
+        group.cases.push_back(
+            {fmt::format("t{}_heads{}_d{}{}", tokens, heads, dim, bias ? "_bias" : ""), [=](ParityRun& r) {
+                 TensorView x = r.host_act({tokens, heads, dim}, -2, 4);
+                 TensorView w = r.host_random({heads, dim}, DType::kF32, -1, 1);
+                 TensorView b = r.host_random({heads, dim}, DType::kF32, -1, 1);
+                 TensorView device_x = r.device(x), device_b = r.device(b);
+                 ops::per_head_layer_norm(r.ctx(), device_x, r.device(w), bias ? &device_b : nullptr, 1e-5f);
+                 r.expect_close("x", device_x, ref::per_head_layer_norm(x, w, bias ? &b : nullptr, 1e-5));
+             }});
+    }
+    return group;
+}
+
+std::vector<CaseGroup> elementwise_groups() {
+    CaseGroup add{"add_inplace", "shapes", {}}, scale{"scale_inplace", "factors", {}},
+        softcap{"softcap_inplace", "caps", {}};
+    for (auto [rows, cols] : {std::array<int64_t, 2>{1, 1}, {3, 17}, {16, 256}}) {
+        add.cases.push_back({fmt::format("{}x{}", rows, cols), [=](ParityRun& r) {
+                                 TensorView x = r.host_act({rows, cols}), y = r.host_act({rows, cols});
+                                 TensorView device_x = r.device(x);
+                                 ops::add_inplace(r.ctx(), device_x, r.device(y));
+                                 r.expect_close("x", device_x, ref::add(x, y));
+                             }});
+    }
+    for (float s : {8.0f, 0.125f, 45.254834f}) {
+        scale.cases.push_back({fmt::format("s{}", int(s * 1000)), [=](ParityRun& r) {
+                                   TensorView x = r.host_act({3, 5, 7});
+                                   TensorView device_x = r.device(x);
+                                   ops::scale_inplace(r.ctx(), device_x, s);
+                                   r.expect_close("x", device_x, ref::scale(x, s));
+                               }});
+    }
+    for (float cap : {30.0f, 50.0f}) {
+        // Logits are f32 on every backend.
+        softcap.cases.push_back({fmt::format("cap{}", int(cap)), [=](ParityRun& r) {
+                                     TensorView x = r.host_random({4, 300}, DType::kF32, -120, 120);
+                                     TensorView device_x = r.device(x);
+                                     ops::softcap_inplace(r.ctx(), device_x, cap);
+                                     r.expect_close("x", device_x, ref::softcap(x, cap));
+                                 }});
+    }
+    return {add, scale, softcap};
+}
+
+CaseGroup gated_activation_group() {
+    CaseGroup group{"gated_activation", "activations", {}};
+    for (Activation act : kActivations) {
+        for (double range : {8.0, 40.0}) {
+            group.cases.push_back({fmt::format("{}_range{}", activation_name(act), int(range)), [=](ParityRun& r) {
+                                       TensorView gate = r.host_act({5, 67}, -range, range);
+                                       TensorView up = r.host_act({5, 67}, -2, 2);
+                                       TensorView out = r.device_output({5, 67}, r.act());
+                                       ops::gated_activation(r.ctx(), r.device(gate), r.device(up), act, out);
+                                       r.expect_close("out", out, ref::gated_activation(gate, up, act));
+                                   }});
+        }
+        // out aliasing gate, as the MLP calls it.
+        group.cases.push_back({fmt::format("{}_in_place", activation_name(act)), [=](ParityRun& r) {
+                                   TensorView gate = r.host_act({3, 40}, -6, 6), up = r.host_act({3, 40}, -2, 2);
+                                   TensorView device_gate = r.device(gate);
+                                   ops::gated_activation(r.ctx(), device_gate, r.device(up), act, device_gate);
+                                   r.expect_close("gate", device_gate, ref::gated_activation(gate, up, act));
+                               }});
+    }
+    return group;
+}
+
+CaseGroup activation_inplace_group() {
+    CaseGroup group{"activation_inplace", "activations", {}};
+    for (Activation act : kActivations) {
+        group.cases.push_back({activation_name(act), [=](ParityRun& r) {
+                                   TensorView x = r.host_act({4, 2, 33}, -8, 8);
+                                   TensorView device_x = r.device(x);
+                                   ops::activation_inplace(r.ctx(), device_x, act);
+                                   r.expect_close("x", device_x, ref::activation(x, act));
+                               }});
+    }
+    return group;
+}
+
+}  // namespace
+
+std::vector<CaseGroup> dense_case_groups() {
+    std::vector<CaseGroup> groups;
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(matmul_group(d));
+    groups.push_back(dot_group());
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(embedding_group(d));
+    groups.push_back(gather_rows_group());
+    groups.push_back(copy_group());
+    groups.push_back(rms_norm_group());
+    groups.push_back(layer_norm_group());
+    groups.push_back(per_head_layer_norm_group());
+    for (CaseGroup& g : elementwise_groups()) groups.push_back(std::move(g));
+    groups.push_back(gated_activation_group());
+    groups.push_back(activation_inplace_group());
+    return groups;
+}
+
+}  // namespace taco::parity
