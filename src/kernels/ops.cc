@@ -68,6 +68,7 @@ void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& 
     check_act(ctx, out, 2, "embedding", "out");
     TACO_CHECK_MSG(table.ndim == 2 && dtype_is_float(table.dtype) && table.device == ctx.device,
                    "embedding: table must be a 2-d float tensor on the {}", device_name(ctx.device));
+    TACO_CHECK_MSG(table.is_contiguous(), "embedding: table {} is not contiguous", table.shape_string());
     TACO_CHECK_MSG(out.shape[0] == ids.shape[0] && out.shape[1] == table.shape[1], "embedding: {} ids of {} into {}",
                    ids.shape[0], table.shape_string(), out.shape_string());
     if (runs(ctx, "embedding")) cpu::embedding(ctx, ids, table, out);
@@ -126,8 +127,8 @@ void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const Tens
 void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& y) {
     check_act(ctx, x, x.ndim, "add_inplace", "x");
     check_act(ctx, y, y.ndim, "add_inplace", "y");
-    TACO_CHECK_MSG(x.numel() == y.numel() && x.dtype == y.dtype, "add_inplace: {} += {}", x.shape_string(),
-                   y.shape_string());
+    check_same_shape(x, y, "add_inplace");
+    TACO_CHECK_MSG(x.dtype == y.dtype, "add_inplace: {} += {}", dtype_name(x.dtype), dtype_name(y.dtype));
     if (runs(ctx, "add_inplace")) cpu::add_inplace(ctx, x, y);
 }
 

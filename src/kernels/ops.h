@@ -1,7 +1,8 @@
 // The backend-neutral op API: every op is declared once here and takes views only, small plain parameters and an
 // explicit ExecContext. ops.cc checks shapes, dtypes and devices, then dispatches to the backend of ctx.device
-// (kernels/cpu/<family>.cc; kernels/cuda/<family>.cu beside it). No op allocates: outputs are views the caller
-// owns (a Workspace), temporaries come from ctx.scratch. Index operands (ids, positions, slot mappings, block
+// (kernels/cpu/<family>.cc; kernels/cuda/<family>.cu beside it). No op allocates tensor memory: outputs are views the
+// caller owns (a Workspace); GPU temporaries come from ctx.scratch; CPU kernels keep per-thread scratch that grows
+// once and is then reused. Index operands (ids, positions, slot mappings, block
 // tables, offsets) are tensors on the op's device, never host vectors.
 //
 // Activations are f32 on the CPU backend; weights stay in their on-disk dtype (f32, f16, bf16) and are widened to
@@ -151,7 +152,8 @@ void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorVie
                     const TensorView& y);
 
 // out[t, :] = sum over token t's ranks in ascending expert id of weights[t, r] * expert_out[slot_rows[t * k + r], :]
-// (the order transformers adds experts in, independent of the batch); padding slots add nothing.
+// (the order transformers adds experts in, independent of the batch). Padding tokens' slots have weight 0 and read
+// rows that moe_gather and grouped_matmul zeroed, so their output is 0.
 //   expert_out: [T * k, H]; slot_rows: [T * k] i32; ids: [T, k] i32; weights: [T, k] f32; out: [T, H].
 void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const TensorView& slot_rows,
                  const TensorView& ids, const TensorView& weights, const TensorView& out);

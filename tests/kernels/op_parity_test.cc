@@ -22,7 +22,6 @@ namespace {
 const std::map<std::string, double>& bounds() {
     static const std::map<std::string, double> table = {
         {"matmul", 24},               // [12.5]
-        {"dot", 6},                   // [3.5]
         {"embedding", 0.5},           // [0] only the rounding of the table to the activation dtype
         {"gather_rows", 0},           // [0]
         {"copy", 0},                  // [0]

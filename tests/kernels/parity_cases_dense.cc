@@ -1,4 +1,4 @@
-// Parity cases of the dense ops: matmul and dot, lookups and copies, norms, elementwise ops and activations.
+// Parity cases of the dense ops: matmul, lookups and copies, norms, elementwise ops and activations.
 #include <fmt/format.h>
 
 #include "kernels/ops.h"
@@ -42,26 +42,6 @@ CaseGroup matmul_group(DType w_dtype) {
                                    TensorView device_bias = r.device(bias);
                                    ops::matmul(r.ctx(), r.device(x), r.device(w), s.bias ? &device_bias : nullptr, y);
                                    r.expect_close("y", y, ref::matmul(x, w, s.bias ? &bias : nullptr));
-                               }});
-    }
-    return group;
-}
-
-// ops::dot runs on the host whatever the backend: one vector against the rows of another.
-CaseGroup dot_group() {
-    CaseGroup group{"dot", "lengths", {}};
-    for (int64_t k : {0, 1, 15, 16, 17, 100, 257, 1000}) {
-        group.cases.push_back({fmt::format("k{}", k), [=](ParityRun& r) {
-                                   const int64_t n = 8;
-                                   TensorView a = r.host_random({k + 1}, DType::kF32, -1, 1);
-                                   TensorView b = r.host_random({n, k + 1}, DType::kF32, -1, 1);
-                                   ref::Values got, want;
-                                   for (int64_t j = 0; j < n; ++j) {
-                                       const float* row = b.as<float>() + j * (k + 1);
-                                       got.push_back(ops::dot(a.as<float>(), row, k));
-                                       want.push_back(ref::dot(a.as<float>(), row, k));
-                                   }
-                                   r.expect_close_host("dot", got, want, n, DType::kF32);
                                }});
     }
     return group;
@@ -251,7 +231,6 @@ CaseGroup activation_inplace_group() {
 std::vector<CaseGroup> dense_case_groups() {
     std::vector<CaseGroup> groups;
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(matmul_group(d));
-    groups.push_back(dot_group());
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(embedding_group(d));
     groups.push_back(gather_rows_group());
     groups.push_back(copy_group());
