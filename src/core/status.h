@@ -8,7 +8,7 @@
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
+#include <fmt/core.h>  // fmt::format of built-in types; files that need more include fmt/format.h
 
 namespace taco {
 
