@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Step 1 of the device round trip (run here): build the cpu preset (tests, benchmarks, taco_llm) and, when nvcc
-# is present, the cuda preset's taco_llm; gather the binaries, stripped, with the shared libraries the device
-# machine lacks (Debian-only .so files; its glibc and libstdc++ are newer than ours) into .device/bundle/.
+# Step 1 of the device round trip (run here): build one tree (usage: scripts/device_bundle.sh [cpu|cuda]; default
+# as scripts/build.sh: cuda when nvcc is present, so taco_llm and every test have the CUDA backend and tests/cuda
+# is there too), gather its binaries, stripped, with the shared libraries the device machine lacks (Debian-only .so
+# files; its glibc and libstdc++ are newer than ours) into .device/bundle/, and note the preset beside them.
 # Step 2: the `run` tool carries .device/bundle and runs scripts/device_tests.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh cpu
-if [ -x /usr/local/cuda/bin/nvcc ]; then scripts/build.sh cuda --target taco_llm; fi
+source scripts/preset.sh
+preset=${1:-$(taco_default_preset)}
+scripts/build.sh "$preset"
 bundle=.device/bundle
 rm -rf "$bundle" && mkdir -p "$bundle/lib"
-bins=(build/cpu/taco_llm build/cpu/taco_*_tests build/cpu/*_bench)
+bins=("build/$preset/taco_llm" "build/$preset"/taco_*_tests "build/$preset"/*_bench)
 for b in "${bins[@]}"; do cp "$b" "$bundle/"; done
-[ -x build/cuda/taco_llm ] && cp build/cuda/taco_llm "$bundle/taco_llm_cuda"
+# The tests were compiled with TACO_BINARY_DIR=<repo>/build/<preset>: device_tests.sh puts them back there.
+echo "$preset" >"$bundle/preset"
 strip --strip-unneeded "$bundle"/taco_* "$bundle"/*_bench 2>/dev/null || true
-# Shared libraries other than the C/C++ runtime and the driver travel with the binaries.
+# Shared libraries other than the C/C++ runtime, the driver and cuBLAS/cuBLASLt (CUDA 13's are installed on the
+# device machine, and cublasLt alone is over 500 MB) travel with the binaries; libcudart (under 1 MB) travels too.
 for b in "$bundle"/taco_* "$bundle"/*_bench; do
   ldd "$b" | awk '/=> \// {print $3}'
-done | sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*|libcuda)\.so' |
+done | sort -u |
+  grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*|libcuda|libcublas|libcublasLt)\.so' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 du -sh "$bundle"

@@ -7,27 +7,30 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/taco-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
-# The test binaries were compiled with the repo at /work/main and binaries in build/cpu.
+# The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
 mkdir -p /work && ln -sfn "$PWD" /work/main
-mkdir -p build/cpu && cp .device/bundle/taco_* .device/bundle/*_bench build/cpu/
+preset=$(cat .device/bundle/preset 2>/dev/null || echo cpu)
+build=build/$preset
+mkdir -p "$build" && cp .device/bundle/taco_* .device/bundle/*_bench "$build/"
 {
+  echo "preset: $preset"
   nproc; lscpu | grep -E 'Model name|Flags' | cut -c1-200; nvidia-smi -L || true
-  build/cpu/taco_llm_cuda generate tests/data/models/llama --prompt-ids 1,2 --device cuda || true
+  "$build/taco_llm" generate tests/data/models/llama --prompt-ids 1,2 --device cuda || true
 } >"$out/machine.txt" 2>&1
 status=0
-for t in build/cpu/taco_*_tests; do
+for t in "$build"/taco_*_tests; do
   case "$t" in *tokenizer_tests) continue ;; esac  # tokenizer data is fetched by npm, not carried
   echo "== $t" >>"$out/tests.log"
   "$t" --gtest_brief=1 >>"$out/tests.log" 2>&1 || status=1
 done
 tail -n 3 "$out/tests.log"
-for b in build/cpu/*_bench; do
+for b in "$build"/*_bench; do
   case "$b" in *tokenizer_bench) continue ;; esac  # needs the npm tokenizers, not carried
   "$b" --benchmark_min_time=0.2 --benchmark_out="$out/$(basename "$b").json" --benchmark_out_format=json \
     >"$out/$(basename "$b").txt" 2>&1 || status=1
 done
 if [ "${TACO_DEVICE_UNSEEN:-1}" = 1 ]; then
-  python3 tools/check_unseen_models.py --taco build/cpu/taco_llm --count "${TACO_UNSEEN_COUNT:-30}" --seed 20261130 \
+  python3 tools/check_unseen_models.py --taco "$build/taco_llm" --count "${TACO_UNSEEN_COUNT:-30}" --seed 20261130 \
     2>&1 | tee "$out/unseen_models.txt" | tail -n 40 || status=1
 fi
 exit $status

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>  // fmt::format of built-in types; files that need more include fmt/format.h
 
 namespace taco::detail {
 

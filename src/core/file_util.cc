@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace taco {
 
 Result<std::string> read_text_file(const std::string& path) {

@@ -3,7 +3,7 @@
 
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>  // fmt::format of built-in types; files that need more include fmt/format.h
 
 namespace taco {
 

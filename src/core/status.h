@@ -9,7 +9,7 @@
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
+#include <fmt/core.h>  // fmt::format of built-in types; files that need more include fmt/format.h
 
 #include "core/check.h"
 

@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/file_util.h"
 #include "model/config_aliases.h"
 #include "model/remote_config_keys.h"
@@ -245,12 +247,26 @@ std::string_view rope_type_name(RopeType type) {
     return "?";
 }
 
+// nlohmann::json spelled out: inside RawConfig, `json` names the accessor.
+RawConfig::RawConfig(const nlohmann::json& config) : json_(std::make_shared<const nlohmann::json>(config)) {}
+
+const nlohmann::json& RawConfig::json() const {
+    static const nlohmann::json kNull;
+    return json_ ? *json_ : kNull;
+}
+
+bool RawConfig::is_object() const { return json().is_object(); }
+
+bool RawConfig::contains(const std::string& key) const { return json().contains(key); }
+
+const nlohmann::json& RawConfig::at(const std::string& key) const { return json().at(key); }
+
 Result<ModelConfig> ModelConfig::from_json(const json& original, const std::string& source) {
     if (!original.is_object()) return error("{}: must be a JSON object", source);
     TACO_ASSIGN_OR_RETURN(const json remote, with_remote_code_keys(original, source));
     TACO_ASSIGN_OR_RETURN(const json config, with_standard_keys(remote, source));
     ModelConfig c;
-    c.raw = original;
+    c.raw = RawConfig(original);
     JsonReader r(config, source);
     if (!config.contains("architectures") || !config["architectures"].is_array() || config["architectures"].empty() ||
         !config["architectures"][0].is_string())

@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -46,6 +47,24 @@ struct GenerationDefaults {
     bool do_sample = false;
 };
 
+// The whole config.json as read, shared read-only by copies of a ModelConfig. A pointer keeps nlohmann/json.hpp
+// out of the many files that include this header; the few that read family-specific keys include it themselves.
+class RawConfig {
+public:
+    RawConfig() = default;  // nothing read: not an object, contains nothing
+    explicit RawConfig(const nlohmann::json& config);
+
+    const nlohmann::json& json() const;  // null when nothing was read
+    bool is_object() const;
+    bool contains(const std::string& key) const;
+    // Throw as nlohmann::json::at does when the key is missing.
+    const nlohmann::json& at(const std::string& key) const;
+    const nlohmann::json& operator[](const std::string& key) const { return at(key); }
+
+private:
+    std::shared_ptr<const nlohmann::json> json_;
+};
+
 struct ModelConfig {
     std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
     std::string model_type;
@@ -69,7 +88,7 @@ struct ModelConfig {
     GenerationDefaults generation;
     // Sliding-window layers' own rope (Gemma3: rope_local_base_freq, or rope_parameters.sliding_attention).
     std::optional<RopeConfig> rope_local;
-    nlohmann::json raw;  // the whole config.json, for architecture-specific keys
+    RawConfig raw;  // the whole config.json, for architecture-specific keys
     // MoE
     int64_t num_experts = 0;  // num_local_experts (Mixtral, PhiMoE) or num_experts (Qwen MoE); 0: dense
     int64_t num_experts_per_tok = 0;

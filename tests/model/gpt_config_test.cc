@@ -1,6 +1,7 @@
 // GPT-style config.json keys (n_embd, n_layer, ffn_dim, num_kv_heads, rotary_pct, rotary_dim, ...) read into the
 // standard ModelConfig fields with each config class's defaults, and the families' ArchSpecs built from them.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "model/arch_registry.h"
 #include "model/model_config.h"

@@ -1,6 +1,7 @@
 // Remote-code families' own config keys (Qwen v1, ChatGLM2/3) become the standard ModelConfig fields; values the
 // engine cannot honour are errors naming the key.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "model/model_config.h"
 

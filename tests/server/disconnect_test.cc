@@ -10,28 +10,17 @@
 namespace taco::server::testing {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
 using json = nlohmann::json;
 
-http::request<http::string_body> completion_request(const json& body) {
-    http::request<http::string_body> req(http::verb::post, "/v1/completions", 11);
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    req.keep_alive(true);
-    req.body() = body.dump();
-    req.prepare_payload();
-    return req;
+void send_completion(HttpConnection& connection, const json& body) {
+    connection.send("POST", "/v1/completions", body.dump());
 }
 
 TEST(ServerDisconnect, NonStreamingClientThatLeavesAbortsItsRequestAndFreesKv) {
     TestServer s("models/demo");
     {
-        boost::asio::io_context ioc;
-        beast::tcp_stream stream(ioc);
-        stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), uint16_t(s.port)));
-        http::write(stream,
-                    completion_request({{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}}));
+        HttpConnection connection(s.port);
+        send_completion(connection, {{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}});
         // Bounded wait until the request holds KV blocks, i.e. it is being computed.
         for (int i = 0; i < 400 && s.engine->stats().kv_cache_usage == 0; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -49,27 +38,21 @@ TEST(ServerDisconnect, NonStreamingClientThatLeavesAbortsItsRequestAndFreesKv) {
 
 TEST(ServerDisconnect, KeepAliveConnectionServesNonStreamingRequestsOneAfterAnother) {
     TestServer s("tests/data/models/llama");
-    boost::asio::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), uint16_t(s.port)));
-    beast::flat_buffer buffer;
+    HttpConnection connection(s.port);
     for (int round = 0; round < 3; ++round) {
-        http::write(stream,
-                    completion_request(
-                        {{"prompt", {1, 2, 3 + round}}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}}));
-        http::response<http::string_body> res;
-        http::read(stream, buffer, res);
-        ASSERT_EQ(res.result_int(), 200u) << res.body();
-        EXPECT_EQ(json::parse(res.body())["usage"]["completion_tokens"], 4);
+        send_completion(connection,
+                        {{"prompt", {1, 2, 3 + round}}, {"max_tokens", 4}, {"temperature", 0}, {"ignore_eos", true}});
+        HttpResult res = connection.receive();
+        ASSERT_EQ(res.status, 200) << res.body;
+        EXPECT_EQ(res.json()["usage"]["completion_tokens"], 4);
     }
     // Two requests written back to back (pipelined) are both answered, in order.
-    http::write(stream, completion_request({{"prompt", {1, 7}}, {"max_tokens", 2}, {"ignore_eos", true}}));
-    http::write(stream, completion_request({{"prompt", {1, 8}}, {"max_tokens", 3}, {"ignore_eos", true}}));
+    send_completion(connection, {{"prompt", {1, 7}}, {"max_tokens", 2}, {"ignore_eos", true}});
+    send_completion(connection, {{"prompt", {1, 8}}, {"max_tokens", 3}, {"ignore_eos", true}});
     for (int expected : {2, 3}) {
-        http::response<http::string_body> res;
-        http::read(stream, buffer, res);
-        ASSERT_EQ(res.result_int(), 200u) << res.body();
-        EXPECT_EQ(json::parse(res.body())["usage"]["completion_tokens"], expected);
+        HttpResult res = connection.receive();
+        ASSERT_EQ(res.status, 200) << res.body;
+        EXPECT_EQ(res.json()["usage"]["completion_tokens"], expected);
     }
     EXPECT_EQ(s.server->num_in_flight(), 0);
 }

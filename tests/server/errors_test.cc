@@ -1,8 +1,5 @@
 // Auth, malformed requests, limits and client disconnects: each gets a clear 4xx/5xx and the server keeps
 // serving the other clients.
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <chrono>
 #include <thread>
 
@@ -94,24 +91,15 @@ TEST(ServerErrors, FullServerAnswers503WithRetryAfter) {
 }
 
 TEST(ServerErrors, ClientDisconnectMidStreamAbortsAndFreesKv) {
-    namespace beast = boost::beast;
-    namespace http = beast::http;
     TestServer s("models/demo");
     {
-        boost::asio::io_context ioc;
-        beast::tcp_stream stream(ioc);
-        stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), uint16_t(s.port)));
-        http::request<http::string_body> req(http::verb::post, "/v1/completions", 11);
-        req.set(http::field::host, "127.0.0.1");
-        req.body() =
-            json({{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}).dump();
-        req.prepare_payload();
-        http::write(stream, req);
+        HttpConnection connection(s.port);
+        connection.send(
+            "POST", "/v1/completions",
+            json({{"prompt", "Once upon a time"}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}).dump());
         std::string received;
-        char buffer[4096];
         while (received.find("\"text\"") == std::string::npos) {  // the first token arrived
-            const size_t n = stream.socket().read_some(boost::asio::buffer(buffer));
-            received.append(buffer, n);
+            ASSERT_EQ(connection.read_some(&received), HttpConnection::ReadEnd::kData) << received;
         }
         EXPECT_GT(s.engine->stats().kv_cache_usage, 0.0);
     }  // the socket closes here
@@ -140,32 +128,18 @@ struct StreamEnd {
 };
 
 StreamEnd stream_until_closed(int port, const json& body) {
-    namespace net = boost::asio;
-    net::io_context ioc;
-    net::ip::tcp::socket socket(ioc);
-    socket.connect({net::ip::make_address("127.0.0.1"), uint16_t(port)});
-    timeval timeout{30, 0};
-    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    const std::string text = body.dump();
-    const std::string request =
-        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        "Content-Length: " +
-        std::to_string(text.size()) + "\r\n\r\n" + text;
-    net::write(socket, net::buffer(request));
+    HttpConnection connection(port);
+    connection.send("POST", "/v1/completions", body.dump());
     StreamEnd end;
     std::string received;
-    char buffer[4096];
     for (;;) {
-        boost::system::error_code ec;
-        const size_t n = socket.read_some(net::buffer(buffer), ec);
-        received.append(buffer, n);
+        const HttpConnection::ReadEnd read = connection.read_some(&received, 30, &end.error);
         if (received.find("\r\n0\r\n\r\n") != std::string::npos) {
             end.complete = true;
             return end;
         }
-        if (ec) {
-            end.timed_out = ec == net::error::would_block || ec == net::error::try_again || ec == net::error::timed_out;
-            end.error = ec.message();
+        if (read != HttpConnection::ReadEnd::kData) {
+            end.timed_out = read == HttpConnection::ReadEnd::kTimedOut;
             return end;
         }
     }

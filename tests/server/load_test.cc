@@ -33,14 +33,8 @@ TEST(ServerLoad, ThreeHundredConcurrentStreamsAllEndWithDoneAndFreeTheirKvBlocks
 }
 
 TEST(ServerLoad, RefusedConnectionsAreCountedAsFailures) {
-    int port = 0;
-    {
-        boost::asio::io_context ioc;
-        boost::asio::ip::tcp::acceptor probe(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
-        port = probe.local_endpoint().port();
-    }  // closed again: nothing listens on the port now
     StreamLoadOptions load;
-    load.port = port;
+    load.port = unused_loopback_port();
     load.num_requests = 3;
     load.concurrency = 2;
     auto report = run_stream_load(load);

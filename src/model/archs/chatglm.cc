@@ -4,6 +4,8 @@
 // it when add_qkv_bias or add_bias_linear, the MLP's gate and up fused in dense_h_to_4h (rows [gate | up], silu-gated),
 // and rotary on the first half of each head as interleaved (even, odd) pairs. The config keys (num_layers, kv_channels,
 // ffn_hidden_size, ...) are mapped by remote_config_keys.cc.
+#include <nlohmann/json.hpp>
+
 #include "model/archs/archs.h"
 #include "model/archs/config_keys.h"
 

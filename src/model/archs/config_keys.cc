@@ -1,5 +1,7 @@
 #include "model/archs/config_keys.h"
 
+#include <nlohmann/json.hpp>
+
 namespace taco::archs {
 namespace {
 

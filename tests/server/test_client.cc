@@ -1,0 +1,153 @@
+#include "test_client.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <stdexcept>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace taco::server::testing {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+http::request<http::string_body> make_request(const std::string& method, const std::string& target,
+                                              const std::string& body, const std::string& api_key) {
+    http::request<http::string_body> req(http::string_to_verb(method), target, 11);
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    if (!api_key.empty()) req.set(http::field::authorization, "Bearer " + api_key);
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    return req;
+}
+
+HttpResult read_response(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1ull << 30);
+    http::read(stream, buffer, parser);
+    auto res = parser.release();
+    HttpResult out;
+    out.status = int(res.result_int());
+    out.body = res.body();
+    out.retry_after = std::string(res[http::field::retry_after]);
+    out.content_type = std::string(res[http::field::content_type]);
+    return out;
+}
+
+}  // namespace
+
+struct HttpConnection::Impl {
+    net::io_context ioc;
+    beast::tcp_stream stream{ioc};
+    beast::flat_buffer buffer;
+};
+
+HttpConnection::HttpConnection(int port) : impl_(std::make_unique<Impl>()) {
+    impl_->stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+}
+
+HttpConnection::~HttpConnection() {
+    beast::error_code ignored;
+    impl_->stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+}
+
+void HttpConnection::send(const std::string& method, const std::string& target, const std::string& body) {
+    http::write(impl_->stream, make_request(method, target, body, ""));
+}
+
+HttpResult HttpConnection::receive() { return read_response(impl_->stream, impl_->buffer); }
+
+HttpConnection::ReadEnd HttpConnection::read_some(std::string* received, int timeout_s, std::string* error) {
+    // Bytes a receive() read ahead come first.
+    if (impl_->buffer.size() > 0) {
+        received->append(beast::buffers_to_string(impl_->buffer.data()));
+        impl_->buffer.consume(impl_->buffer.size());
+        return ReadEnd::kData;
+    }
+    // A receive timeout on the socket itself, so a server that neither sends nor closes ends the read.
+    auto& socket = impl_->stream.socket();
+    timeval timeout{timeout_s, 0};
+    ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char chunk[4096];
+    boost::system::error_code ec;
+    const size_t n = socket.read_some(net::buffer(chunk), ec);
+    received->append(chunk, n);
+    if (!ec) return ReadEnd::kData;
+    if (error) *error = ec.message();
+    const bool timed_out = ec == net::error::would_block || ec == net::error::try_again || ec == net::error::timed_out;
+    return timed_out ? ReadEnd::kTimedOut : ReadEnd::kClosed;
+}
+
+HttpResult http_call(int port, const std::string& method, const std::string& target, const std::string& body,
+                     const std::string& api_key) {
+    net::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+    http::write(stream, make_request(method, target, body, api_key));
+    beast::flat_buffer buffer;
+    HttpResult out = read_response(stream, buffer);
+    beast::error_code ignored;
+    stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    return out;
+}
+
+std::vector<nlohmann::json> sse_events(const std::string& body, bool* done) {
+    std::vector<nlohmann::json> events;
+    *done = false;
+    size_t pos = 0;
+    while (pos < body.size()) {
+        size_t end = body.find("\n\n", pos);
+        if (end == std::string::npos) end = body.size();
+        std::string event = body.substr(pos, end - pos);
+        pos = end + 2;
+        if (event.rfind("data: ", 0) != 0) continue;
+        std::string data = event.substr(6);
+        if (data == "[DONE]") {
+            *done = true;
+            continue;
+        }
+        events.push_back(nlohmann::json::parse(data));
+    }
+    return events;
+}
+
+int unused_loopback_port() {
+    net::io_context ioc;
+    net::ip::tcp::acceptor probe(ioc, {net::ip::make_address("127.0.0.1"), 0});
+    return probe.local_endpoint().port();
+}
+
+TestServer::TestServer(const std::string& model_dir, ApiServerOptions options) {
+    EngineConfig config;
+    config.model_dir = std::string(TACO_SOURCE_DIR) + "/" + model_dir;
+    config.num_device_blocks = 256;
+    config.max_num_seqs = 16;
+    auto created = Engine::create(config);
+    if (!created) throw std::runtime_error(created.status().message());
+    engine = std::move(*created);
+    options.model_dir = config.model_dir;
+    if (options.served_model_names.empty()) options.served_model_names = {"test-model"};
+    options.log_requests = false;
+    options.http.host = "127.0.0.1";
+    options.http.port = 0;
+    auto made = ApiServer::create(engine.get(), options);
+    if (!made) throw std::runtime_error(made.status().message());
+    server = std::move(*made);
+    server->start();
+    port = server->port();
+}
+
+TestServer::~TestServer() {
+    server.reset();
+    engine.reset();
+}
+
+}  // namespace taco::server::testing
