@@ -4,6 +4,9 @@
 
 #include "core/check.h"
 #include "kernels/cpu/cpu_ops.h"
+#ifdef TACO_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace taco::ops {
 namespace {
@@ -44,9 +47,22 @@ void check_vector(const ExecContext& ctx, const TensorView* v, int64_t size, con
 // Returns whether the op should run (not a dry run); aborts on a backend this build lacks.
 bool runs(const ExecContext& ctx, const char* op) {
     if (ctx.dry_run) return false;
-    TACO_CHECK_MSG(ctx.device == Device::kCpu, "{}: no {} implementation in this build", op, device_name(ctx.device));
+#ifdef TACO_WITH_CUDA
+    const bool built = ctx.device == Device::kCpu || ctx.device == Device::kCuda;
+#else
+    const bool built = ctx.device == Device::kCpu;
+#endif
+    TACO_CHECK_MSG(built, "{}: no {} implementation in this build", op, device_name(ctx.device));
     return true;
 }
+
+// The backend of ctx.device runs the op (runs() has checked this build has it).
+#ifdef TACO_WITH_CUDA
+#define TACO_DISPATCH(ctx, op, ...) \
+    ((ctx).device == Device::kCuda ? cuda::op(__VA_ARGS__) : cpu::op(__VA_ARGS__))
+#else
+#define TACO_DISPATCH(ctx, op, ...) cpu::op(__VA_ARGS__)
+#endif
 
 }  // namespace
 
@@ -60,7 +76,7 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
     TACO_CHECK_MSG(x.shape[1] == w.shape[1] && y.shape[0] == x.shape[0] && y.shape[1] == w.shape[0],
                    "matmul: x {} . w {}^T -> y {}", x.shape_string(), w.shape_string(), y.shape_string());
     check_vector(ctx, bias, w.shape[0], "matmul", "bias");
-    if (runs(ctx, "matmul")) cpu::matmul(ctx, x, w, bias, y);
+    if (runs(ctx, "matmul")) TACO_DISPATCH(ctx, matmul, ctx, x, w, bias, y);
 }
 
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out) {
@@ -71,7 +87,7 @@ void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& 
     TACO_CHECK_MSG(table.is_contiguous(), "embedding: table {} is not contiguous", table.shape_string());
     TACO_CHECK_MSG(out.shape[0] == ids.shape[0] && out.shape[1] == table.shape[1], "embedding: {} ids of {} into {}",
                    ids.shape[0], table.shape_string(), out.shape_string());
-    if (runs(ctx, "embedding")) cpu::embedding(ctx, ids, table, out);
+    if (runs(ctx, "embedding")) TACO_DISPATCH(ctx, embedding, ctx, ids, table, out);
 }
 
 void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView& indices, const TensorView& out) {
@@ -80,7 +96,7 @@ void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView
     check_on(ctx, indices, DType::kI32, 1, "gather_rows", "indices");
     TACO_CHECK_MSG(out.shape[0] == indices.shape[0] && out.shape[1] == src.shape[1] && out.dtype == src.dtype,
                    "gather_rows: {} rows of {} into {}", indices.shape[0], src.shape_string(), out.shape_string());
-    if (runs(ctx, "gather_rows")) cpu::gather_rows(ctx, src, indices, out);
+    if (runs(ctx, "gather_rows")) TACO_DISPATCH(ctx, gather_rows, ctx, src, indices, out);
 }
 
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) {
@@ -89,7 +105,7 @@ void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) 
     TACO_CHECK_MSG(src.is_contiguous() && dst.is_contiguous(), "copy: operands must be contiguous");
     if (ctx.device == Device::kCpu)
         TACO_CHECK_MSG(src.device == Device::kCpu && dst.device == Device::kCpu, "copy: device memory on the cpu");
-    if (runs(ctx, "copy")) cpu::copy(ctx, src, dst);
+    if (runs(ctx, "copy")) TACO_DISPATCH(ctx, copy, ctx, src, dst);
 }
 
 void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
@@ -98,7 +114,7 @@ void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& wei
     check_act(ctx, out, 2, "rms_norm", "out");
     check_same_shape(x, out, "rms_norm");
     check_vector(ctx, &weight, x.shape[1], "rms_norm", "weight");
-    if (runs(ctx, "rms_norm")) cpu::rms_norm(ctx, x, weight, eps, weight_offset, out);
+    if (runs(ctx, "rms_norm")) TACO_DISPATCH(ctx, rms_norm, ctx, x, weight, eps, weight_offset, out);
 }
 
 void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
@@ -108,7 +124,7 @@ void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& w
     check_same_shape(x, out, "layer_norm");
     check_vector(ctx, &weight, x.shape[1], "layer_norm", "weight");
     check_vector(ctx, bias, x.shape[1], "layer_norm", "bias");
-    if (runs(ctx, "layer_norm")) cpu::layer_norm(ctx, x, weight, bias, eps, out);
+    if (runs(ctx, "layer_norm")) TACO_DISPATCH(ctx, layer_norm, ctx, x, weight, bias, eps, out);
 }
 
 void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
@@ -121,7 +137,7 @@ void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const Tens
         check_on(ctx, *bias, DType::kF32, 2, "per_head_layer_norm", "bias");
         check_same_shape(weight, *bias, "per_head_layer_norm");
     }
-    if (runs(ctx, "per_head_layer_norm")) cpu::per_head_layer_norm(ctx, x, weight, bias, eps);
+    if (runs(ctx, "per_head_layer_norm")) TACO_DISPATCH(ctx, per_head_layer_norm, ctx, x, weight, bias, eps);
 }
 
 void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& y) {
@@ -129,19 +145,19 @@ void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& 
     check_act(ctx, y, y.ndim, "add_inplace", "y");
     check_same_shape(x, y, "add_inplace");
     TACO_CHECK_MSG(x.dtype == y.dtype, "add_inplace: {} += {}", dtype_name(x.dtype), dtype_name(y.dtype));
-    if (runs(ctx, "add_inplace")) cpu::add_inplace(ctx, x, y);
+    if (runs(ctx, "add_inplace")) TACO_DISPATCH(ctx, add_inplace, ctx, x, y);
 }
 
 void scale_inplace(const ExecContext& ctx, const TensorView& x, float s) {
     check_act(ctx, x, x.ndim, "scale_inplace", "x");
-    if (runs(ctx, "scale_inplace")) cpu::scale_inplace(ctx, x, s);
+    if (runs(ctx, "scale_inplace")) TACO_DISPATCH(ctx, scale_inplace, ctx, x, s);
 }
 
 void softcap_inplace(const ExecContext& ctx, const TensorView& x, float cap) {
     TACO_CHECK_MSG(cap > 0, "softcap_inplace: cap {} must be positive", cap);
     TACO_CHECK_MSG(x.dtype == DType::kF32 && x.device == ctx.device && x.is_contiguous(),
                    "softcap_inplace: x must be contiguous f32 on the {}", device_name(ctx.device));
-    if (runs(ctx, "softcap_inplace")) cpu::softcap_inplace(ctx, x, cap);
+    if (runs(ctx, "softcap_inplace")) TACO_DISPATCH(ctx, softcap_inplace, ctx, x, cap);
 }
 
 void gated_activation(const ExecContext& ctx, const TensorView& gate, const TensorView& up, Activation act,
@@ -151,12 +167,12 @@ void gated_activation(const ExecContext& ctx, const TensorView& gate, const Tens
     check_act(ctx, out, 2, "gated_activation", "out");
     check_same_shape(gate, up, "gated_activation");
     check_same_shape(gate, out, "gated_activation");
-    if (runs(ctx, "gated_activation")) cpu::gated_activation(ctx, gate, up, act, out);
+    if (runs(ctx, "gated_activation")) TACO_DISPATCH(ctx, gated_activation, ctx, gate, up, act, out);
 }
 
 void activation_inplace(const ExecContext& ctx, const TensorView& x, Activation act) {
     check_act(ctx, x, x.ndim, "activation_inplace", "x");
-    if (runs(ctx, "activation_inplace")) cpu::activation_inplace(ctx, x, act);
+    if (runs(ctx, "activation_inplace")) TACO_DISPATCH(ctx, activation_inplace, ctx, x, act);
 }
 
 void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
@@ -177,7 +193,7 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
     check_same_shape(cos_table, sin_table, "rotary_embedding");
     TACO_CHECK_EQ(cos_table.shape[1], int64_t(rotary_dim / 2));
     if (runs(ctx, "rotary_embedding"))
-        cpu::rotary_embedding(ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim, neox_style);
+        TACO_DISPATCH(ctx, rotary_embedding, ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim, neox_style);
 }
 
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
@@ -192,7 +208,7 @@ void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorVie
     check_same_shape(k_cache, v_cache, "write_kv_cache");
     TACO_CHECK_MSG(k.shape[1] == k_cache.shape[2] && k.shape[2] == k_cache.shape[3],
                    "write_kv_cache: k {} for a cache {}", k.shape_string(), k_cache.shape_string());
-    if (runs(ctx, "write_kv_cache")) cpu::write_kv_cache(ctx, k, v, slot_mapping, k_cache, v_cache);
+    if (runs(ctx, "write_kv_cache")) TACO_DISPATCH(ctx, write_kv_cache, ctx, k, v, slot_mapping, k_cache, v_cache);
 }
 
 void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
@@ -215,7 +231,7 @@ void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorVi
     TACO_CHECK_EQ(batch.block_tables.shape[0], num_seqs);
     TACO_CHECK_EQ(batch.positions.shape[0], q.shape[0]);
     if (params.alibi_slopes.ndim > 0) check_vector(ctx, &params.alibi_slopes, q.shape[1], "paged_attention", "alibi");
-    if (runs(ctx, "paged_attention")) cpu::paged_attention(ctx, q, k_cache, v_cache, batch, params, out);
+    if (runs(ctx, "paged_attention")) TACO_DISPATCH(ctx, paged_attention, ctx, q, k_cache, v_cache, batch, params, out);
 }
 
 void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorView& slot_mapping,
@@ -232,7 +248,7 @@ void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorVie
         check_on(ctx, slot_mapping, DType::kI64, 1, "moe_route", "slot_mapping");
         TACO_CHECK_EQ(slot_mapping.shape[0], logits.shape[0]);
     }
-    if (runs(ctx, "moe_route")) cpu::moe_route(ctx, logits, slot_mapping, params, ids, weights);
+    if (runs(ctx, "moe_route")) TACO_DISPATCH(ctx, moe_route, ctx, logits, slot_mapping, params, ids, weights);
 }
 
 void moe_align(const ExecContext& ctx, const TensorView& ids, int num_experts, const TensorView& sorted_slots,
@@ -244,7 +260,7 @@ void moe_align(const ExecContext& ctx, const TensorView& ids, int num_experts, c
     TACO_CHECK_EQ(sorted_slots.shape[0], ids.numel());
     TACO_CHECK_EQ(slot_rows.shape[0], ids.numel());
     TACO_CHECK_EQ(expert_offsets.shape[0], int64_t(num_experts) + 1);
-    if (runs(ctx, "moe_align")) cpu::moe_align(ctx, ids, num_experts, sorted_slots, slot_rows, expert_offsets);
+    if (runs(ctx, "moe_align")) TACO_DISPATCH(ctx, moe_align, ctx, ids, num_experts, sorted_slots, slot_rows, expert_offsets);
 }
 
 void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& sorted_slots,
@@ -256,7 +272,7 @@ void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& s
     TACO_CHECK_MSG(
         out.shape[0] == x.shape[0] * top_k && out.shape[1] == x.shape[1] && sorted_slots.shape[0] == out.shape[0],
         "moe_gather: {} x top {} into {}", x.shape_string(), top_k, out.shape_string());
-    if (runs(ctx, "moe_gather")) cpu::moe_gather(ctx, x, sorted_slots, expert_offsets, top_k, out);
+    if (runs(ctx, "moe_gather")) TACO_DISPATCH(ctx, moe_gather, ctx, x, sorted_slots, expert_offsets, top_k, out);
 }
 
 void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView& expert_offsets,
@@ -271,7 +287,7 @@ void grouped_matmul(const ExecContext& ctx, const TensorView& x, const TensorVie
     TACO_CHECK_EQ(expert_offsets.shape[0], w.shape[0] + 1);
     TACO_CHECK_MSG(x.shape[1] == w.shape[2] && y.shape[0] == x.shape[0] && y.shape[1] == w.shape[1],
                    "grouped_matmul: x {} . w {} -> y {}", x.shape_string(), w.shape_string(), y.shape_string());
-    if (runs(ctx, "grouped_matmul")) cpu::grouped_matmul(ctx, x, w, expert_offsets, y);
+    if (runs(ctx, "grouped_matmul")) TACO_DISPATCH(ctx, grouped_matmul, ctx, x, w, expert_offsets, y);
 }
 
 void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const TensorView& slot_rows,
@@ -285,7 +301,7 @@ void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const Ten
                        slot_rows.shape[0] == ids.numel() && expert_out.shape[1] == out.shape[1],
                    "moe_combine: {} expert rows, ids {} into {}", expert_out.shape_string(), ids.shape_string(),
                    out.shape_string());
-    if (runs(ctx, "moe_combine")) cpu::moe_combine(ctx, expert_out, slot_rows, ids, weights, out);
+    if (runs(ctx, "moe_combine")) TACO_DISPATCH(ctx, moe_combine, ctx, expert_out, slot_rows, ids, weights, out);
 }
 
 void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate,
@@ -296,7 +312,7 @@ void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const T
     check_same_shape(shared, out, "add_sigmoid_gated");
     TACO_CHECK_MSG(gate.shape[0] == out.shape[0] && gate.shape[1] == 1, "add_sigmoid_gated: gate {}",
                    gate.shape_string());
-    if (runs(ctx, "add_sigmoid_gated")) cpu::add_sigmoid_gated(ctx, shared, gate, out);
+    if (runs(ctx, "add_sigmoid_gated")) TACO_DISPATCH(ctx, add_sigmoid_gated, ctx, shared, gate, out);
 }
 
 }  // namespace taco::ops

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,36 @@ struct DecoderRunOptions {
     DType activation_dtype = DType::kF32;
 };
 
+// Where and in which dtype the weights are served (vLLM's --device, --dtype and --load-format).
+struct LoadOptions {
+    Device device = Device::kCpu;
+    // The dtype matrices are served in; nullopt ("auto"): the checkpoint's, except that fp32 checkpoints are
+    // served in bf16 on CUDA (vLLM's rule). On the CPU, activations stay f32 whatever this is; only the
+    // matrices are converted. resolve_dtype() maps --dtype's spellings.
+    std::optional<DType> dtype;
+    // --load-format dummy: every weight random (uniform in [-1e-3, 1e-3] as vLLM's dummy loader, norms 1), from
+    // config.json alone: no safetensors are read. For benchmarks.
+    bool dummy = false;
+    uint64_t dummy_seed = 0;
+    bool progress = false;  // a progress bar of the upload on stderr
+};
+
+// --dtype's values: "auto" (nullopt), "bfloat16"/"bf16", "float16"/"half"/"fp16", "float32"/"float"/"fp32"; anything
+// else is an error naming the value.
+Result<std::optional<DType>> resolve_dtype(const std::string& name);
+
 class Decoder {
 public:
     // Loads config.json, generation_config.json and the safetensors of a model folder. Every tensor the
     // architecture needs must be present with the right shape, and every tensor present must be used.
     static Result<std::unique_ptr<Decoder>> load(const std::string& dir);
     static Result<std::unique_ptr<Decoder>> load(const std::string& dir, ModelConfig config);
+    // As above, placed and converted as `options` say (weights on the device: streamed through pinned buffers).
+    static Result<std::unique_ptr<Decoder>> load(const std::string& dir, const LoadOptions& options);
+
+    // Where the weights are, and the dtype matrices are served in (the activation dtype of a CUDA runner).
+    Device device() const { return device_; }
+    DType weight_dtype() const { return weight_dtype_; }
 
     const ModelConfig& config() const { return config_; }
     const ArchSpec& spec() const { return spec_; }
@@ -81,6 +106,8 @@ private:
 
     ModelConfig config_;
     ArchSpec spec_;
+    Device device_ = Device::kCpu;
+    DType weight_dtype_ = DType::kF32;
     std::unique_ptr<Checkpoint> checkpoint_;  // owns the mappings the views point into
     TensorView embed_;                        // [vocab, hidden]
     TensorView lm_head_;                      // [vocab, hidden]

@@ -3,11 +3,48 @@
 // runner and the CLI can include it without nvcc.
 #pragma once
 
+#include <cstddef>
+#include <memory>
+
 #include "core/status.h"
+#include "core/tensor.h"
+#include "kernels/exec_context.h"
 
 namespace taco::cuda {
 
 // Idempotent for the same device; an error (naming the device count) when no driver or no such device is usable.
 Status init_backend(int device_index = 0);
+
+// What a runner owns to run ops on the device: a non-blocking stream, a cuBLASLt handle and the GEMM workspace
+// (preallocated once, so no op allocates). context() gives the ExecContext ops take; every op on it is queued on
+// the stream in call order.
+class DeviceStream {
+public:
+    static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;  // cuBLASLt's recommendation for Hopper
+
+    // init_backend() must have succeeded.
+    static Result<std::unique_ptr<DeviceStream>> create();
+    ~DeviceStream();
+    DeviceStream(const DeviceStream&) = delete;
+    DeviceStream& operator=(const DeviceStream&) = delete;
+
+    ExecContext context(Workspace* scratch) const;
+    void* stream() const { return stream_; }
+    // Waits for everything queued on the stream; aborts naming the error of a failed kernel.
+    void synchronize() const;
+
+private:
+    DeviceStream() = default;
+    void* stream_ = nullptr;       // cudaStream_t
+    void* blas_handle_ = nullptr;  // cublasLtHandle_t
+    Tensor blas_workspace_;
+};
+
+// Bytes of device memory free and in all, as cudaMemGetInfo reports them for the current device.
+struct DeviceMemory {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+};
+DeviceMemory device_memory();
 
 }  // namespace taco::cuda

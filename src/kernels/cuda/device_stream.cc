@@ -1,0 +1,53 @@
+// DeviceStream: the stream, cuBLASLt handle and GEMM workspace behind a CUDA ExecContext.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace taco::cuda {
+
+Result<std::unique_ptr<DeviceStream>> DeviceStream::create() {
+    std::unique_ptr<DeviceStream> s(new DeviceStream());
+    cudaStream_t stream = nullptr;
+    const cudaError_t made = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (made != cudaSuccess) {
+        cudaGetLastError();
+        return error("cannot create a CUDA stream: {}", cudaGetErrorString(made));
+    }
+    s->stream_ = stream;
+    cublasLtHandle_t handle = nullptr;
+    const cublasStatus_t blas = cublasLtCreate(&handle);
+    if (blas != CUBLAS_STATUS_SUCCESS) return error("cublasLtCreate failed: {}", cublasGetStatusString(blas));
+    s->blas_handle_ = handle;
+    s->blas_workspace_ = Tensor::empty({int64_t(kBlasWorkspaceBytes)}, DType::kU8, Device::kCuda);
+    return s;
+}
+
+DeviceStream::~DeviceStream() {
+    if (blas_handle_ != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_handle_));
+    if (stream_ != nullptr) {
+        cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+        cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+    }
+}
+
+ExecContext DeviceStream::context(Workspace* scratch) const {
+    ExecContext ctx;
+    ctx.device = Device::kCuda;
+    ctx.stream = stream_;
+    ctx.blas_handle = blas_handle_;
+    ctx.blas_workspace = blas_workspace_.view();
+    ctx.scratch = scratch;
+    return ctx;
+}
+
+void DeviceStream::synchronize() const { TACO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
+
+DeviceMemory device_memory() {
+    DeviceMemory m;
+    TACO_CUDA_CHECK(cudaMemGetInfo(&m.free_bytes, &m.total_bytes));
+    return m;
+}
+
+}  // namespace taco::cuda
