@@ -322,11 +322,11 @@ void Engine::update_stats(bool count_step) {
 }
 
 // ---- Sampling ---------------------------------------------------------------------------------------------------
-// One BatchSampler call draws every row of the step; the draws of an n > 1 request's first step share its prompt
-// row. A sample's draws are keyed by its seed and its output length so far (the draw index), so its tokens do not
-// depend on what else is in the batch, on the order of the rows, or on a preemption (the recomputed sequence gives
-// the same logits, and the draw index goes on from the tokens kept). The cumulative logprob that ranks best_of
-// samples is the raw model logprob, as the reported logprobs are.
+// One sampler call (exec/logits_sampler.h: on the GPU when the logits are there) draws every row of the step; the
+// draws of an n > 1 request's first step share its prompt row. A sample's draws are keyed by its seed and its output
+// length so far (the draw index), so its tokens do not depend on what else is in the batch, on the order of the rows,
+// or on a preemption (the recomputed sequence gives the same logits, and the draw index goes on from the tokens
+// kept). The cumulative logprob that ranks best_of samples is the raw model logprob, as the reported logprobs are.
 std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::span<const SampleRow> rows) {
     std::vector<SamplingRow> draws;
     draws.reserve(rows.size());
@@ -346,7 +346,7 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
         draw.sampled_logprob = !group.streams_deltas();
     }
     std::vector<SampledToken> tokens(rows.size());
-    sampler_.sample(logits, draws, tokens);
+    sampler_.sample(runner_->executor().context(), logits, draws, tokens);
     return tokens;
 }
 // ---- End of sampling --------------------------------------------------------------------------------------------

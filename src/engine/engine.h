@@ -22,6 +22,7 @@
 #include "engine/output_stream.h"
 #include "engine/request_group.h"
 #include "exec/batch_sampler.h"
+#include "exec/logits_sampler.h"
 #include "exec/model_runner.h"
 #include "exec/sampling_params.h"
 #include "sched/scheduler.h"
@@ -84,8 +85,8 @@ private:
     void step_loop();
     void step();
     void drain_inbox();
-    // Sampling: one token for each of `rows` from this step's logits [rows, vocab], in one BatchSampler call.
-    // Nothing else in the step samples.
+    // Sampling: one token for each of `rows` from this step's logits [rows, vocab], in one sampler call (on the
+    // GPU when the logits are there: LogitsSampler). Nothing else in the step samples.
     std::vector<SampledToken> sample_rows(const TensorView& logits, std::span<const SampleRow> rows);
     void process_token(RequestGroup& group, SampleState& sample, const SampledToken& sampled);
     void fork_samples(RequestGroup& group);
@@ -108,7 +109,7 @@ private:
     // Owned by the step thread.
     std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
-    BatchSampler sampler_;
+    LogitsSampler sampler_;  // BatchSampler or DeviceBatchSampler, by where the logits are
 
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable wake_;

@@ -1,0 +1,36 @@
+#include "exec/logits_sampler.h"
+
+#include "core/check.h"
+
+#if defined(TACO_WITH_CUDA)
+#include "exec/device_batch_sampler.h"
+#endif
+
+namespace taco {
+
+#if defined(TACO_WITH_CUDA)
+struct LogitsSampler::DeviceSide {
+    DeviceBatchSampler sampler;
+};
+#else
+struct LogitsSampler::DeviceSide {};
+#endif
+
+LogitsSampler::LogitsSampler() = default;
+LogitsSampler::~LogitsSampler() = default;
+
+void LogitsSampler::sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
+                           std::span<SampledToken> out) {
+    if (rows.empty() || logits.device == Device::kCpu) {
+        host_.sample(logits, rows, out);
+        return;
+    }
+#if defined(TACO_WITH_CUDA)
+    if (!device_) device_ = std::make_unique<DeviceSide>();
+    device_->sampler.sample(ctx, logits, rows, out);
+#else
+    TACO_CHECK_MSG(false, "logits on the {} device need the CUDA build", device_name(logits.device));
+#endif
+}
+
+}  // namespace taco

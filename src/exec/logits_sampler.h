@@ -1,0 +1,35 @@
+// LogitsSampler: the step's sampler, chosen by where the logits are. Host logits go to BatchSampler; device
+// logits (the CUDA runner's) to DeviceBatchSampler, created on first use, so they never leave the GPU: only the
+// tokens and the logprobs asked for come back. Both draw the same tokens from the same logits
+// (exec/device_batch_sampler.h). Plain C++ in both builds; device logits in the CPU build are an error.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "core/tensor.h"
+#include "exec/batch_sampler.h"
+#include "kernels/exec_context.h"
+
+namespace taco {
+
+class LogitsSampler {
+public:
+    LogitsSampler();
+    ~LogitsSampler();
+    LogitsSampler(const LogitsSampler&) = delete;
+    LogitsSampler& operator=(const LogitsSampler&) = delete;
+
+    // BatchSampler::sample by logits.device. ctx: the context the logits were computed on; for device logits its
+    // stream orders the sampling after the forward pass (unused for host logits).
+    void sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
+                std::span<SampledToken> out);
+
+private:
+    struct DeviceSide;  // the DeviceBatchSampler (CUDA build)
+
+    BatchSampler host_;
+    std::unique_ptr<DeviceSide> device_;
+};
+
+}  // namespace taco

@@ -1,0 +1,463 @@
+// The sampling kernels of DeviceBatchSampler (kernels/cuda/sampling.h has the step's outline). Each repeats
+// BatchSampler's arithmetic op for op: floats through philox.h's correctly rounded ops (no fma), doubles through
+// __d*_rn intrinsics, so the Gumbel keys are bit-identical to the CPU's and the filter's weights differ from it only
+// where CUDA's exp / log and glibc's differ in the last bit or where a sum's order rounds differently (about 1e-16
+// relative: a token exactly on a min_p or top-p edge could fall the other way).
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
+
+#include <climits>
+
+#include "exec/philox.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/sampling.h"
+#include "kernels/cuda/sampling_block.cuh"
+
+namespace taco::cuda {
+
+namespace sampling {
+
+// What the prepare kernel leaves a draw for the finish kernel.
+struct DrawState {
+    double target;          // top-p: the mass the kept prefix must reach
+    double log_normalizer;  // raw log-softmax: max + log(sum exp(logit - max))
+    float max_logit;        // of the processed logits (finite when pending)
+    int32_t token;          // the draw, unless pending
+    int32_t num_sorted;     // top-p candidates in the draw's sort segment
+    int32_t pending;        // 1: the top-p cut and the draw are the finish kernel's
+};
+static_assert(sizeof(DrawState) == 32, "DrawState layout");
+
+struct KernelArgs {
+    const float* logits;  // [rows, vocab], row stride row_stride
+    int64_t row_stride;
+    int32_t vocab;
+    const DrawParams* params;  // [num_draws]
+    const EditEntry* edits;
+    float* processed;  // [edit slots, vocab]
+    DrawState* state;  // [num_draws]
+    uint32_t* sort_keys;  // [sort slots, vocab]: the prepare kernel's output, the sort's input
+    int32_t* sort_ids;
+    int32_t* segment_begin;  // [sort slots]
+    int32_t* segment_end;
+    unsigned char* results;  // int32 tokens[num_draws], then the logprob records
+};
+
+constexpr int kScanItems = 4;  // sorted positions per thread and tile in the top-p scan
+
+__device__ const float* raw_row(const KernelArgs& a, const DrawParams& p) {
+    return a.logits + p.logits_row * a.row_stride;
+}
+
+// The logits a draw samples from: its processed copy when it has edits, else the raw row.
+__device__ const float* sampled_row(const KernelArgs& a, const DrawParams& p) {
+    return p.num_edits > 0 ? a.processed + int64_t(p.edit_slot) * a.vocab : raw_row(a, p);
+}
+
+__device__ LogprobRecord* record_of(const KernelArgs& a, const DrawParams& p) {
+    return reinterpret_cast<LogprobRecord*>(a.results + p.logprob_offset);
+}
+
+// BatchSampler's process_in_place for one token: -inf if suppressed, + bias, then the penalties in double.
+__device__ void apply_edit(float* logits, const EditEntry& e, const DrawParams& p) {
+    float x = logits[e.token];
+    if (e.flags & kEditSuppress) x = -INFINITY;
+    if (e.flags & kEditBias) x = __fadd_rn(x, e.bias);
+    if (e.flags & kEditPenalise) {
+        double v = double(x);
+        if (p.flags & kDrawUsePrompt) v = v > 0 ? __ddiv_rn(v, p.repetition_penalty) : __dmul_rn(v, p.repetition_penalty);
+        v = __dsub_rn(v, __dmul_rn(p.frequency_penalty, double(e.count)));
+        if (e.count > 0) v = __dsub_rn(v, p.presence_penalty);
+        x = __double2float_rn(v);
+    }
+    logits[e.token] = x;
+}
+
+// GumbelArgmax::consider of batch_sampler.cc into a thread's running best: a token whose largest possible key
+// already loses to the thread's best is left out before any logarithm (it loses to the block's best too).
+__device__ __forceinline__ void consider(Best& best, int32_t token, float logit, uint32_t bits, float max_logit,
+                                         float temperature) {
+    const float scaled = philox::div_rn(philox::sub_rn(logit, max_logit), temperature);
+    if (philox::add_rn(scaled, philox::gumbel_upper_bound(bits)) < best.value) return;
+    best = better(best, {gumbel_key(logit, max_logit, temperature, philox::gumbel_from_bits(bits)), token});
+}
+
+// TokenFilter::select's test of one token: whether it is a candidate, and its weight.
+__device__ __forceinline__ bool candidate_weight(float logit, const RadixSelection& top_k, double max_logit,
+                                                 const DrawParams& p, double& weight) {
+    const float key = order_key(logit);
+    if (key == -INFINITY || !top_k.selects(uint64_t(ordered_bits(logit)) << 32)) return false;
+    const double scaled = __ddiv_rn(__dsub_rn(double(key), max_logit), p.filter_temperature);
+    if (scaled < p.min_scaled) return false;
+    weight = exp(scaled);
+    return weight > 0 && weight >= p.min_p;
+}
+
+__device__ __forceinline__ uint64_t logprob_key(const float* raw, int64_t i) {
+    return (uint64_t(ordered_bits(raw[i])) << 32) | uint64_t(0xFFFFFFFFu - uint32_t(i));
+}
+
+struct PrepareShared {
+    ReduceShared reduce;
+    RadixShared radix;
+    cub::BlockScan<int32_t, kSamplingThreads>::TempStorage scan;
+    uint64_t top[kMaxTopLogprobs];
+    int32_t num_top;
+};
+
+// logprobs_of (sample_logprobs.cc) on the raw row, but for the sampled token (the finish kernel's): returns the
+// log normaliser and writes the top entries of the draw's record.
+__device__ double raw_logprobs(const KernelArgs& a, const DrawParams& p, const float* raw, PrepareShared& sh) {
+    const int tid = int(threadIdx.x);
+    const int64_t vocab = a.vocab;
+    float max_key = -INFINITY;
+    for (int64_t i = tid; i < vocab; i += kSamplingThreads) {
+        const float key = order_key(raw[i]);
+        max_key = key > max_key ? key : max_key;
+    }
+    max_key = block_reduce(max_key, MaxOp(), -INFINITY, sh.reduce);
+    double log_normalizer = INFINITY;  // no finite logit: every logprob is -inf
+    if (max_key > -INFINITY) {
+        double sum = 0;
+        for (int64_t i = tid; i < vocab; i += kSamplingThreads)
+            sum = __dadd_rn(sum, exp(__dsub_rn(double(order_key(raw[i])), double(max_key))));
+        sum = block_reduce(sum, DoubleSumOp(), 0.0, sh.reduce);
+        log_normalizer = __dadd_rn(double(max_key), log(sum));
+    }
+    LogprobRecord* record = record_of(a, p);
+    const int64_t k = p.num_top_logprobs;
+    if (k == 0) {
+        if (tid == 0) record->num_top = 0;
+        return log_normalizer;
+    }
+    // The k largest by (logit desc, id asc), as logprobs_of orders them: one unique key per token.
+    const RadixSelection selection =
+        block_select_largest([&](int64_t i) { return logprob_key(raw, i); }, vocab, k, 64, sh.radix);
+    if (tid == 0) sh.num_top = 0;
+    __syncthreads();
+    for (int64_t i = tid; i < vocab; i += kSamplingThreads) {
+        const uint64_t key = logprob_key(raw, i);
+        if (!selection.selects(key)) continue;
+        const int slot = atomicAdd(&sh.num_top, 1);
+        if (slot < kMaxTopLogprobs) sh.top[slot] = key;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        const int n = min(sh.num_top, int(k));
+        for (int i = 1; i < n; ++i)  // insertion sort, largest key first
+            for (int j = i; j > 0 && sh.top[j] > sh.top[j - 1]; --j) {
+                const uint64_t t = sh.top[j];
+                sh.top[j] = sh.top[j - 1];
+                sh.top[j - 1] = t;
+            }
+        TopLogprob* top = reinterpret_cast<TopLogprob*>(record + 1);
+        for (int i = 0; i < n; ++i) {
+            const int32_t token = int32_t(0xFFFFFFFFu - uint32_t(sh.top[i]));
+            top[i] = {token, __double2float_rn(__dsub_rn(double(order_key(raw[token])), log_normalizer))};
+        }
+        record->num_top = n;
+    }
+    return log_normalizer;
+}
+
+// One block per draw: edits, raw logprobs, and the draw itself unless top-p leaves it to the finish kernel.
+__global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a) {
+    __shared__ PrepareShared sh;
+    const int tid = int(threadIdx.x);
+    const int draw = int(blockIdx.x);
+    const DrawParams p = a.params[draw];
+    const int64_t vocab = a.vocab;
+    const int64_t num_groups = (vocab + 3) / 4;
+    const float* raw = raw_row(a, p);
+
+    if (p.num_edits > 0) {
+        float* processed = a.processed + int64_t(p.edit_slot) * vocab;
+        for (int64_t i = tid; i < vocab; i += kSamplingThreads) processed[i] = raw[i];
+        __syncthreads();
+        for (int e = tid; e < p.num_edits; e += kSamplingThreads) apply_edit(processed, a.edits[p.edit_begin + e], p);
+        __syncthreads();
+    }
+    const float* logits = sampled_row(a, p);
+
+    DrawState st{};
+    st.token = 0;
+    if (p.flags & kDrawLogprobs) st.log_normalizer = raw_logprobs(a, p, raw, sh);
+
+    Best top = no_best();
+    for (int64_t i = tid; i < vocab; i += kSamplingThreads) top = better(top, {order_key(logits[i]), int32_t(i)});
+    top = block_reduce(top, BestOp(), no_best(), sh.reduce);
+    st.token = top.index;
+    st.max_logit = top.value;
+    // Greedy; or nothing to draw from (no finite logit) or a +inf logit that outweighs everything: the argmax.
+    const bool drawn = !(p.flags & kDrawGreedy) && isfinite(top.value);
+    const float max_logit = top.value;
+    const float temperature = p.gumbel_temperature;
+
+    if (drawn && !(p.flags & kDrawRestricts)) {
+        // Every token with a finite logit is allowed.
+        Best best = no_best();
+        for (int64_t g = tid; g < num_groups; g += kSamplingThreads) {
+            const philox::Block block = philox::token_group_bits(p.seed, p.draw_index, uint32_t(g));
+            for (int j = 0; j < 4; ++j) {
+                const int64_t i = 4 * g + j;
+                if (i >= vocab) break;
+                const float x = logits[i];
+                if (isfinite(x)) consider(best, int32_t(i), x, block.w[j], max_logit, temperature);
+            }
+        }
+        st.token = block_reduce(best, BestOp(), no_best(), sh.reduce).index;
+    } else if (drawn) {
+        // TokenFilter::select: top-k keeps every token tied with the k-th largest logit.
+        RadixSelection top_k{0, 0};  // selects everything
+        if (p.top_k > 0)
+            top_k = block_select_largest([&](int64_t i) { return uint64_t(ordered_bits(logits[i])) << 32; }, vocab,
+                                         p.top_k, 32, sh.radix);
+        const bool top_p = (p.flags & kDrawTopP) != 0;
+        double total = 0;
+        int32_t count = 0;
+        Best best = no_best();  // without top-p the candidates are the allowed set: draw among them now
+        for (int64_t g = tid; g < num_groups; g += kSamplingThreads) {
+            philox::Block block{};
+            bool have_bits = false;
+            for (int j = 0; j < 4; ++j) {
+                const int64_t i = 4 * g + j;
+                if (i >= vocab) break;
+                const float x = logits[i];
+                double weight;
+                if (!candidate_weight(x, top_k, double(max_logit), p, weight)) continue;
+                total = __dadd_rn(total, weight);
+                ++count;
+                if (top_p) continue;
+                if (!have_bits) {
+                    block = philox::token_group_bits(p.seed, p.draw_index, uint32_t(g));
+                    have_bits = true;
+                }
+                consider(best, int32_t(i), x, block.w[j], max_logit, temperature);
+            }
+        }
+        total = block_reduce(total, DoubleSumOp(), 0.0, sh.reduce);
+        count = block_reduce(count, SumOp(), 0, sh.reduce);
+        best = block_reduce(best, BestOp(), no_best(), sh.reduce);
+        if (count > 0 && !top_p) st.token = best.index;
+        if (count > 0 && top_p) {
+            // keep_nucleus: the kept set is the smallest most-likely prefix of mass >= target. Tokens lighter than
+            // `light` cannot be in it (all of them weigh less than 1 - p); the rest go to the sort, in id order.
+            const double one_minus_p = p.one_minus_top_p;
+            st.target = __dsub_rn(total, __dmul_rn(one_minus_p, total));
+            const double light = __dmul_rn(__ddiv_rn(__dmul_rn(one_minus_p, total), double(count)), 1 - 1e-9);
+            const int64_t segment = int64_t(p.sort_slot) * vocab;
+            int32_t written = 0;
+            for (int64_t g0 = 0; g0 < num_groups; g0 += kSamplingThreads) {
+                const int64_t g = g0 + tid;
+                uint32_t kept = 0;
+                int32_t num_kept = 0;
+                for (int j = 0; j < 4 && g < num_groups; ++j) {
+                    const int64_t i = 4 * g + j;
+                    if (i >= vocab) break;
+                    double weight;
+                    if (candidate_weight(logits[i], top_k, double(max_logit), p, weight) && !(weight < light)) {
+                        kept |= 1u << j;
+                        ++num_kept;
+                    }
+                }
+                int32_t offset = 0, tile_total = 0;
+                cub::BlockScan<int32_t, kSamplingThreads>(sh.scan).ExclusiveSum(num_kept, offset, tile_total);
+                int64_t pos = segment + written + offset;
+                for (int j = 0; j < 4; ++j) {
+                    if (!(kept & (1u << j))) continue;
+                    const int64_t i = 4 * g + j;
+                    a.sort_keys[pos] = ordered_bits(logits[i]);
+                    a.sort_ids[pos] = int32_t(i);
+                    ++pos;
+                }
+                written += tile_total;
+                __syncthreads();  // the scan's storage is reused by the next tile
+            }
+            st.num_sorted = written;
+            st.pending = 1;
+        }
+    }
+    if (tid == 0) {
+        if (p.sort_slot >= 0) {
+            const int64_t begin = int64_t(p.sort_slot) * vocab;
+            a.segment_begin[p.sort_slot] = int32_t(begin);
+            a.segment_end[p.sort_slot] = int32_t(begin + (st.pending ? st.num_sorted : 0));
+        }
+        a.state[draw] = st;
+    }
+}
+
+struct FinishShared {
+    ReduceShared reduce;
+    RadixShared radix;
+    cub::BlockScan<double, kSamplingThreads>::TempStorage scan;
+};
+
+// keep_nucleus over the sorted candidates (logit desc; weights non-increasing) and the Gumbel-max draw among the
+// kept ones.
+__device__ int32_t draw_top_p(const KernelArgs& a, const DrawParams& p, const DrawState& st,
+                              const uint32_t* sorted_keys, const int32_t* sorted_ids, FinishShared& sh) {
+    const int tid = int(threadIdx.x);
+    const int64_t segment = int64_t(p.sort_slot) * a.vocab;
+    const uint32_t* keys = sorted_keys + segment;
+    const int32_t* ids = sorted_ids + segment;
+    const int64_t m = st.num_sorted;
+    const double max_logit = st.max_logit;
+    // The weight of the candidate at sorted position pos, computed exactly as the prepare kernel did.
+    auto weight = [&](int64_t pos) {
+        return exp(__ddiv_rn(__dsub_rn(double(key_of_ordered_bits(keys[pos])), max_logit), p.filter_temperature));
+    };
+
+    // The cut: the first position whose running mass reaches the target (none: all are kept).
+    int64_t kept = m;
+    double carry = 0;  // mass of the tiles before
+    for (int64_t base = 0; base < m; base += int64_t(kSamplingThreads) * kScanItems) {
+        const int64_t first_pos = base + int64_t(tid) * kScanItems;
+        double running[kScanItems];
+        double thread_mass = 0;
+        for (int j = 0; j < kScanItems; ++j) {
+            if (first_pos + j < m) thread_mass = __dadd_rn(thread_mass, weight(first_pos + j));
+            running[j] = thread_mass;
+        }
+        double before = 0, tile_mass = 0;
+        cub::BlockScan<double, kSamplingThreads>(sh.scan).ExclusiveSum(thread_mass, before, tile_mass);
+        int64_t cut = LLONG_MAX;
+        const double start = __dadd_rn(carry, before);
+        for (int j = 0; j < kScanItems; ++j) {
+            if (first_pos + j < m && __dadd_rn(start, running[j]) >= st.target) {
+                cut = first_pos + j;
+                break;
+            }
+        }
+        cut = int64_t(block_reduce((long long)cut, MinOp(), (long long)LLONG_MAX, sh.reduce));
+        if (cut != LLONG_MAX) {
+            kept = cut + 1;
+            break;
+        }
+        carry = __dadd_rn(carry, tile_mass);
+    }
+
+    // TokenFilter orders equal weights by id; the sort orders by logit, which equal weights need not share (two
+    // logits a rounding apart). When the cut splits a run of equal weights, the run's kept share are its lowest ids.
+    bool split_run = false;
+    int64_t run_begin = 0, run_end = 0;
+    RadixSelection lowest_ids{0, 0};
+    if (kept < m && weight(kept) == weight(kept - 1)) {
+        const double w = weight(kept - 1);
+        long long lo = LLONG_MAX, hi = -1;
+        for (int64_t pos = tid; pos < m; pos += kSamplingThreads)
+            if (weight(pos) == w) {
+                lo = pos < lo ? pos : lo;
+                hi = pos > hi ? pos : hi;
+            }
+        run_begin = block_reduce(lo, MinOp(), (long long)LLONG_MAX, sh.reduce);
+        run_end = block_reduce(hi, MaxOp(), -1LL, sh.reduce) + 1;
+        lowest_ids = block_select_largest(
+            [&](int64_t j) { return uint64_t(~uint32_t(ids[run_begin + j])) << 32; }, run_end - run_begin,
+            kept - run_begin, 32, sh.radix);
+        split_run = true;
+    }
+
+    const float* logits = sampled_row(a, p);
+    Best best = no_best();
+    const int64_t end = split_run ? run_end : kept;
+    for (int64_t pos = tid; pos < end; pos += kSamplingThreads) {
+        const int32_t token = ids[pos];
+        if (split_run && pos >= run_begin && !lowest_ids.selects(uint64_t(~uint32_t(token)) << 32)) continue;
+        consider(best, token, logits[token], philox::token_bits(p.seed, p.draw_index, token), st.max_logit,
+                 p.gumbel_temperature);
+    }
+    return block_reduce(best, BestOp(), no_best(), sh.reduce).index;
+}
+
+// One block per draw: the top-p draws, the sampled tokens' logprobs and ranks, and the tokens.
+__global__ void __launch_bounds__(kSamplingThreads)
+    finish_kernel(KernelArgs a, const uint32_t* sorted_keys, const int32_t* sorted_ids) {
+    __shared__ FinishShared sh;
+    const int tid = int(threadIdx.x);
+    const int draw = int(blockIdx.x);
+    const DrawParams p = a.params[draw];
+    const DrawState st = a.state[draw];
+    const int32_t token = st.pending ? draw_top_p(a, p, st, sorted_keys, sorted_ids, sh) : st.token;
+    if (p.flags & kDrawLogprobs) {
+        const float* raw = raw_row(a, p);
+        const float token_key = order_key(raw[token]);
+        long long rank = 0;  // 1-based: tokens whose logprob is >= the sampled one's
+        for (int64_t i = tid; i < a.vocab; i += kSamplingThreads) rank += order_key(raw[i]) >= token_key ? 1 : 0;
+        rank = block_reduce(rank, SumOp(), 0LL, sh.reduce);
+        if (tid == 0) {
+            LogprobRecord* record = record_of(a, p);
+            record->sampled_rank = rank;
+            record->sampled_logprob = __double2float_rn(__dsub_rn(double(token_key), st.log_normalizer));
+        }
+    }
+    if (tid == 0) reinterpret_cast<int32_t*>(a.results)[draw] = token;
+}
+
+void check_launch(const char* kernel) {
+    const cudaError_t error = cudaGetLastError();
+    TACO_CHECK_MSG(error == cudaSuccess, "{} failed to launch: {}", kernel, cudaGetErrorString(error));
+}
+
+}  // namespace sampling
+
+size_t sampling_state_bytes(int64_t num_draws) { return size_t(num_draws) * sizeof(sampling::DrawState); }
+
+size_t sort_temp_bytes(int64_t num_sort_slots, int64_t vocab) {
+    TACO_CHECK(num_sort_slots * vocab <= INT_MAX);
+    cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr);
+    cub::DoubleBuffer<int32_t> ids(nullptr, nullptr);
+    size_t bytes = 0;
+    TACO_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+        nullptr, bytes, keys, ids, int(num_sort_slots * vocab), int(num_sort_slots), static_cast<int32_t*>(nullptr),
+        static_cast<int32_t*>(nullptr), 0, 32));
+    return bytes;
+}
+
+void sample_on_device(const SamplingStep& step, void* stream_ptr) {
+    using namespace sampling;
+    if (step.num_draws == 0) return;
+    TACO_CHECK(step.vocab > 0 && int64_t(step.num_sort_slots) * step.vocab <= INT_MAX);
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    TACO_CUDA_CHECK(
+        cudaMemcpyAsync(step.upload_device, step.upload_host, step.upload_bytes, cudaMemcpyHostToDevice, stream));
+
+    KernelArgs a{};
+    a.logits = step.logits;
+    a.row_stride = step.logits_row_stride;
+    a.vocab = step.vocab;
+    a.params = static_cast<const DrawParams*>(step.upload_device);
+    a.edits = reinterpret_cast<const EditEntry*>(static_cast<const unsigned char*>(step.upload_device) +
+                                                 size_t(step.num_draws) * sizeof(DrawParams));
+    a.processed = step.processed;
+    a.state = static_cast<DrawState*>(step.state);
+    a.sort_keys = step.sort_keys[0];
+    a.sort_ids = step.sort_ids[0];
+    a.segment_begin = step.segment_begin;
+    a.segment_end = step.segment_end;
+    a.results = static_cast<unsigned char*>(step.results_device);
+
+    prepare_kernel<<<step.num_draws, kSamplingThreads, 0, stream>>>(a);
+    check_launch("prepare_kernel");
+
+    const uint32_t* sorted_keys = nullptr;
+    const int32_t* sorted_ids = nullptr;
+    if (step.num_sort_slots > 0) {
+        cub::DoubleBuffer<uint32_t> keys(step.sort_keys[0], step.sort_keys[1]);
+        cub::DoubleBuffer<int32_t> ids(step.sort_ids[0], step.sort_ids[1]);
+        size_t temp_bytes = step.sort_temp_bytes;
+        TACO_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairsDescending(
+            step.sort_temp, temp_bytes, keys, ids, step.num_sort_slots * step.vocab, step.num_sort_slots,
+            step.segment_begin, step.segment_end, 0, 32, stream));
+        sorted_keys = keys.Current();
+        sorted_ids = ids.Current();
+    }
+
+    finish_kernel<<<step.num_draws, kSamplingThreads, 0, stream>>>(a, sorted_keys, sorted_ids);
+    check_launch("finish_kernel");
+    TACO_CUDA_CHECK(
+        cudaMemcpyAsync(step.results_host, step.results_device, step.results_bytes, cudaMemcpyDeviceToHost, stream));
+    TACO_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace taco::cuda
