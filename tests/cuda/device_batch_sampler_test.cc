@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -89,34 +89,88 @@ std::vector<Draw> every_mode(int64_t vocab, int64_t num_logits_rows) {
         params.push_back(p);
     };
     add([](SamplingParams& p) { p.temperature = 0; });
-    add([](SamplingParams& p) { p.temperature = 0; p.logprobs = 5; });
-    add([](SamplingParams& p) { p.temperature = 0; p.repetition_penalty = 1.5; p.frequency_penalty = 0.4; });
+    add([](SamplingParams& p) {
+        p.temperature = 0;
+        p.logprobs = 5;
+    });
+    add([](SamplingParams& p) {
+        p.temperature = 0;
+        p.repetition_penalty = 1.5;
+        p.frequency_penalty = 0.4;
+    });
     add([](SamplingParams& p) { p.temperature = 1.0; });
-    add([](SamplingParams& p) { p.temperature = 0.7; p.logprobs = 0; });
+    add([](SamplingParams& p) {
+        p.temperature = 0.7;
+        p.logprobs = 0;
+    });
     add([](SamplingParams& p) { p.temperature = 1.6; });
     add([](SamplingParams& p) { p.temperature = 0.004; });  // raised to 0.01
     add([](SamplingParams& p) { p.temperature = 80; });
     add([](SamplingParams& p) { p.top_k = 1; });
-    add([](SamplingParams& p) { p.top_k = 5; p.logprobs = 20; });
-    add([](SamplingParams& p) { p.top_k = 50; p.temperature = 1.3; });
+    add([](SamplingParams& p) {
+        p.top_k = 5;
+        p.logprobs = 20;
+    });
+    add([](SamplingParams& p) {
+        p.top_k = 50;
+        p.temperature = 1.3;
+    });
     add([&](SamplingParams& p) { p.top_k = vocab - 1; });
     add([&](SamplingParams& p) { p.top_k = vocab; });       // does not restrict
     add([&](SamplingParams& p) { p.top_k = vocab + 10; });  // neither
     add([](SamplingParams& p) { p.top_p = 0.9; });
-    add([](SamplingParams& p) { p.top_p = 0.5; p.temperature = 2.0; });
-    add([](SamplingParams& p) { p.top_p = 0.999; p.logprobs = 3; });
+    add([](SamplingParams& p) {
+        p.top_p = 0.5;
+        p.temperature = 2.0;
+    });
+    add([](SamplingParams& p) {
+        p.top_p = 0.999;
+        p.logprobs = 3;
+    });
     add([](SamplingParams& p) { p.top_p = 0.01; });
-    add([](SamplingParams& p) { p.top_p = 0.95; p.temperature = 4.0; });  // a wide nucleus: a large sort
+    add([](SamplingParams& p) {
+        p.top_p = 0.95;
+        p.temperature = 4.0;
+    });  // a wide nucleus: a large sort
     add([](SamplingParams& p) { p.min_p = 0.05; });
-    add([](SamplingParams& p) { p.min_p = 0.5; p.temperature = 1.5; });
+    add([](SamplingParams& p) {
+        p.min_p = 0.5;
+        p.temperature = 1.5;
+    });
     add([](SamplingParams& p) { p.min_p = 1.0; });
-    add([](SamplingParams& p) { p.top_k = 40; p.top_p = 0.9; p.min_p = 0.02; p.temperature = 0.8; });
-    add([](SamplingParams& p) { p.top_k = 20; p.top_p = 0.8; p.temperature = 0.7; p.logprobs = 1; });  // Qwen's
-    add([](SamplingParams& p) { p.top_k = 1000; p.min_p = 0.001; p.temperature = 3.0; });
-    add([](SamplingParams& p) { p.repetition_penalty = 1.3; p.top_p = 0.9; p.logprobs = 2; });
+    add([](SamplingParams& p) {
+        p.top_k = 40;
+        p.top_p = 0.9;
+        p.min_p = 0.02;
+        p.temperature = 0.8;
+    });
+    add([](SamplingParams& p) {
+        p.top_k = 20;
+        p.top_p = 0.8;
+        p.temperature = 0.7;
+        p.logprobs = 1;
+    });  // Qwen's
+    add([](SamplingParams& p) {
+        p.top_k = 1000;
+        p.min_p = 0.001;
+        p.temperature = 3.0;
+    });
+    add([](SamplingParams& p) {
+        p.repetition_penalty = 1.3;
+        p.top_p = 0.9;
+        p.logprobs = 2;
+    });
     add([](SamplingParams& p) { p.repetition_penalty = 0.7; });
-    add([](SamplingParams& p) { p.frequency_penalty = 0.5; p.presence_penalty = -1.0; p.top_k = 30; });
-    add([](SamplingParams& p) { p.frequency_penalty = -2.0; p.presence_penalty = 2.0; p.min_p = 0.1; });
+    add([](SamplingParams& p) {
+        p.frequency_penalty = 0.5;
+        p.presence_penalty = -1.0;
+        p.top_k = 30;
+    });
+    add([](SamplingParams& p) {
+        p.frequency_penalty = -2.0;
+        p.presence_penalty = 2.0;
+        p.min_p = 0.1;
+    });
     add([&](SamplingParams& p) {
         p.logit_bias = {{id(3), 150.0f}, {id(77), -50.0f}, {id(5), 2.5f}, {-1, 9.0f}, {int32_t(vocab) + 3, 9.0f}};
     });
@@ -125,7 +179,11 @@ std::vector<Draw> every_mode(int64_t vocab, int64_t num_logits_rows) {
         p.logprobs = 4;
     });
     for (int64_t k = 0; k <= SamplingParams::kMaxLogprobs; ++k)
-        add([&](SamplingParams& p) { p.logprobs = k; p.temperature = k % 3 == 0 ? 0.0 : 0.9; p.top_k = k * 4; });
+        add([&](SamplingParams& p) {
+            p.logprobs = k;
+            p.temperature = k % 3 == 0 ? 0.0 : 0.9;
+            p.top_k = k * 4;
+        });
 
     const std::vector<Context> contexts = {
         {},
@@ -214,7 +272,8 @@ protected:
         if (g.sampled_rank != e.sampled_rank) note("rank", double(g.sampled_rank), double(e.sampled_rank));
         if (g.top.size() != e.top.size()) return diff + "top sizes differ";
         for (size_t k = 0; k < e.top.size(); ++k) {
-            if (g.top[k].token != e.top[k].token) note("top " + std::to_string(k) + " token", g.top[k].token, e.top[k].token);
+            if (g.top[k].token != e.top[k].token)
+                note("top " + std::to_string(k) + " token", g.top[k].token, e.top[k].token);
             if (!logprob_near(g.top[k].logprob, e.top[k].logprob))
                 note("top " + std::to_string(k) + " logprob", g.top[k].logprob, e.top[k].logprob);
         }
@@ -285,7 +344,7 @@ TEST_F(DeviceBatchSamplerTest, TiesNanInfinitiesAndEqualWeights) {
         logits.view().row<float>(0)[i] = float(int(rng() % 6)) * 0.5f;  // few levels: ties at every edge
         logits.view().row<float>(1)[i] = i % 7 == 0 ? std::numeric_limits<float>::quiet_NaN() : float(rng() % 100) / 10;
         logits.view().row<float>(2)[i] = i % 3 == 0 ? -kInf : float(rng() % 10);
-        logits.view().row<float>(3)[i] = -kInf;                          // nothing to draw from
+        logits.view().row<float>(3)[i] = -kInf;                            // nothing to draw from
         logits.view().row<float>(4)[i] = i == 4000 || i == 17 ? kInf : 1;  // +inf outweighs everything
         logits.view().row<float>(5)[i] = std::numeric_limits<float>::quiet_NaN();
         // Distinct logits a rounding apart: their weights are all exactly 1, so TokenFilter orders them by id.
@@ -303,6 +362,52 @@ TEST_F(DeviceBatchSamplerTest, TiesNanInfinitiesAndEqualWeights) {
         }
     }
     expect_same_as_cpu(logits, draws, "special rows");
+}
+
+// Where the filters cut matters: Zipf-like rows (as a language model's), whose nucleus for a small top_p holds a few
+// tokens, each likely to be drawn, and a row whose tokens sit around the min_p edge; many seeds each, so a token
+// kept or dropped by mistake shows.
+TEST_F(DeviceBatchSamplerTest, NucleusAndMinPEdgesOverManySeeds) {
+    const int64_t vocab = 32000;
+    Tensor logits = Tensor::empty({3, vocab}, DType::kF32);
+    std::mt19937 rng(77);
+    std::vector<int32_t> ranks(static_cast<size_t>(vocab));
+    for (int64_t i = 0; i < vocab; ++i) ranks[size_t(i)] = int32_t(i);
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+    std::uniform_real_distribution<float> edge(-2e-3f, 2e-3f);
+    for (int64_t i = 0; i < vocab; ++i) {
+        logits.view().row<float>(0)[i] = -1.1f * std::log(1.0f + float(ranks[size_t(i)]));
+        logits.view().row<float>(1)[i] = i == 0 ? 0.0f : std::log(0.1f) + edge(rng);  // weights around min_p 0.1
+        logits.view().row<float>(2)[i] = -0.6f * std::log(1.0f + float(ranks[size_t(vocab - 1 - i)]));
+    }
+    std::vector<Draw> draws;
+    auto add = [&](int64_t row, const SamplingParams& params) {
+        for (uint64_t seed = 0; seed < 40; ++seed) {
+            Draw d;
+            d.params = params;
+            d.logits_row = row;
+            d.seed = seed * 131 + uint64_t(row);
+            d.draw_index = int64_t(seed);
+            draws.push_back(d);
+        }
+    };
+    for (int64_t row : {0, 2})
+        for (double top_p : {0.2, 0.5, 0.7, 0.85, 0.95, 0.99})
+            for (double temperature : {0.8, 1.0, 1.5}) {
+                SamplingParams p;
+                p.top_p = top_p;
+                p.temperature = temperature;
+                add(row, p);
+            }
+    SamplingParams min_p;
+    min_p.min_p = 0.1;
+    add(1, min_p);
+    min_p.top_p = 0.5;
+    add(1, min_p);
+    min_p.top_p = 1.0;
+    min_p.top_k = 100;
+    add(1, min_p);
+    expect_same_as_cpu(logits, draws, "edges");
 }
 
 TEST_F(DeviceBatchSamplerTest, RowStrideWiderThanTheVocabulary) {
@@ -361,9 +466,9 @@ TEST_F(DeviceBatchSamplerTest, RejectsHostLogitsAndRowsOutsideTheTensor) {
     SamplingRow row;
     row.params = &params;
     SampledToken out;
-    EXPECT_DEATH(sampler_.sample(ctx(), logits.view(), std::span<const SamplingRow>(&row, 1),
-                                 std::span<SampledToken>(&out, 1)),
-                 "f32 device tensor");
+    EXPECT_DEATH(
+        sampler_.sample(ctx(), logits.view(), std::span<const SamplingRow>(&row, 1), std::span<SampledToken>(&out, 1)),
+        "f32 device tensor");
     row.logits_row = 2;
     EXPECT_DEATH(sampler_.sample(ctx(), device_logits.view(), std::span<const SamplingRow>(&row, 1),
                                  std::span<SampledToken>(&out, 1)),

@@ -3,7 +3,7 @@
 // __d*_rn intrinsics, so the Gumbel keys are bit-identical to the CPU's and the filter's weights differ from it only
 // where CUDA's exp / log and glibc's differ in the last bit or where a sum's order rounds differently (about 1e-16
 // relative: a token exactly on a min_p or top-p edge could fall the other way).
-#include <cub/block/block_scan.cuh>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include <climits>
@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_block.cuh"
+#include "kernels/cuda/sampling_nucleus.cuh"
 
 namespace taco::cuda {
 
@@ -20,13 +21,16 @@ namespace sampling {
 // What the prepare kernel leaves a draw for the finish kernel.
 struct DrawState {
     double target;          // top-p: the mass the kept prefix must reach
+    double kept_mass;       // top-p: mass of the candidates kept before the sorted ones
     double log_normalizer;  // raw log-softmax: max + log(sum exp(logit - max))
     float max_logit;        // of the processed logits (finite when pending)
-    int32_t token;          // the draw, unless pending
-    int32_t num_sorted;     // top-p candidates in the draw's sort segment
-    int32_t pending;        // 1: the top-p cut and the draw are the finish kernel's
+    float best_value;       // top-p: the Gumbel-max over the candidates kept before the sorted ones
+    int32_t best_token;
+    int32_t token;       // the draw unless pending; the argmax when pending
+    int32_t num_sorted;  // top-p candidates in the draw's sort segment
+    int32_t pending;     // 1: the top-p cut and the draw are the finish kernel's (after the device-wide sort)
 };
-static_assert(sizeof(DrawState) == 32, "DrawState layout");
+static_assert(sizeof(DrawState) == 48, "DrawState layout");
 
 struct KernelArgs {
     const float* logits;  // [rows, vocab], row stride row_stride
@@ -34,16 +38,14 @@ struct KernelArgs {
     int32_t vocab;
     const DrawParams* params;  // [num_draws]
     const EditEntry* edits;
-    float* processed;  // [edit slots, vocab]
-    DrawState* state;  // [num_draws]
+    float* processed;     // [edit slots, vocab]
+    DrawState* state;     // [num_draws]
     uint32_t* sort_keys;  // [sort slots, vocab]: the prepare kernel's output, the sort's input
     int32_t* sort_ids;
     int32_t* segment_begin;  // [sort slots]
     int32_t* segment_end;
     unsigned char* results;  // int32 tokens[num_draws], then the logprob records
 };
-
-constexpr int kScanItems = 4;  // sorted positions per thread and tile in the top-p scan
 
 __device__ const float* raw_row(const KernelArgs& a, const DrawParams& p) {
     return a.logits + p.logits_row * a.row_stride;
@@ -65,21 +67,13 @@ __device__ void apply_edit(float* logits, const EditEntry& e, const DrawParams& 
     if (e.flags & kEditBias) x = __fadd_rn(x, e.bias);
     if (e.flags & kEditPenalise) {
         double v = double(x);
-        if (p.flags & kDrawUsePrompt) v = v > 0 ? __ddiv_rn(v, p.repetition_penalty) : __dmul_rn(v, p.repetition_penalty);
+        if (p.flags & kDrawUsePrompt)
+            v = v > 0 ? __ddiv_rn(v, p.repetition_penalty) : __dmul_rn(v, p.repetition_penalty);
         v = __dsub_rn(v, __dmul_rn(p.frequency_penalty, double(e.count)));
         if (e.count > 0) v = __dsub_rn(v, p.presence_penalty);
         x = __double2float_rn(v);
     }
     logits[e.token] = x;
-}
-
-// GumbelArgmax::consider of batch_sampler.cc into a thread's running best: a token whose largest possible key
-// already loses to the thread's best is left out before any logarithm (it loses to the block's best too).
-__device__ __forceinline__ void consider(Best& best, int32_t token, float logit, uint32_t bits, float max_logit,
-                                         float temperature) {
-    const float scaled = philox::div_rn(philox::sub_rn(logit, max_logit), temperature);
-    if (philox::add_rn(scaled, philox::gumbel_upper_bound(bits)) < best.value) return;
-    best = better(best, {gumbel_key(logit, max_logit, temperature, philox::gumbel_from_bits(bits)), token});
 }
 
 // TokenFilter::select's test of one token: whether it is a candidate, and its weight.
@@ -93,14 +87,30 @@ __device__ __forceinline__ bool candidate_weight(float logit, const RadixSelecti
     return weight > 0 && weight >= p.min_p;
 }
 
+// The weight of a candidate from its ordered logit bits: what candidate_weight computed for it.
+struct WeightOfBits {
+    double max_logit, temperature;
+    __device__ double operator()(uint32_t bits) const {
+        return exp(__ddiv_rn(__dsub_rn(double(key_of_ordered_bits(bits)), max_logit), temperature));
+    }
+};
+
 __device__ __forceinline__ uint64_t logprob_key(const float* raw, int64_t i) {
     return (uint64_t(ordered_bits(raw[i])) << 32) | uint64_t(0xFFFFFFFFu - uint32_t(i));
 }
 
+using SharedSort = cub::BlockRadixSort<uint32_t, kSamplingThreads, kSortItems, int32_t>;
+
 struct PrepareShared {
-    ReduceShared reduce;
-    RadixShared radix;
-    cub::BlockScan<int32_t, kSamplingThreads>::TempStorage scan;
+    NucleusShared nucleus;
+    union {
+        MassHistogram histogram;
+        SharedSort::TempStorage sort;
+    } u;
+    uint32_t sort_keys[kSharedSortCapacity];  // top-p candidates of the cut's bins, sorted in place
+    int32_t sort_ids[kSharedSortCapacity];
+    NucleusPlan plan;
+    int32_t num_gathered;
     uint64_t top[kMaxTopLogprobs];
     int32_t num_top;
 };
@@ -115,13 +125,13 @@ __device__ double raw_logprobs(const KernelArgs& a, const DrawParams& p, const f
         const float key = order_key(raw[i]);
         max_key = key > max_key ? key : max_key;
     }
-    max_key = block_reduce(max_key, MaxOp(), -INFINITY, sh.reduce);
+    max_key = block_reduce(max_key, MaxOp(), -INFINITY, sh.nucleus.reduce);
     double log_normalizer = INFINITY;  // no finite logit: every logprob is -inf
     if (max_key > -INFINITY) {
         double sum = 0;
         for (int64_t i = tid; i < vocab; i += kSamplingThreads)
             sum = __dadd_rn(sum, exp(__dsub_rn(double(order_key(raw[i])), double(max_key))));
-        sum = block_reduce(sum, DoubleSumOp(), 0.0, sh.reduce);
+        sum = block_reduce(sum, DoubleSumOp(), 0.0, sh.nucleus.reduce);
         log_normalizer = __dadd_rn(double(max_key), log(sum));
     }
     LogprobRecord* record = record_of(a, p);
@@ -132,7 +142,7 @@ __device__ double raw_logprobs(const KernelArgs& a, const DrawParams& p, const f
     }
     // The k largest by (logit desc, id asc), as logprobs_of orders them: one unique key per token.
     const RadixSelection selection =
-        block_select_largest([&](int64_t i) { return logprob_key(raw, i); }, vocab, k, 64, sh.radix);
+        block_select_largest([&](int64_t i) { return logprob_key(raw, i); }, vocab, k, 64, sh.nucleus.radix);
     if (tid == 0) sh.num_top = 0;
     __syncthreads();
     for (int64_t i = tid; i < vocab; i += kSamplingThreads) {
@@ -184,10 +194,17 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
     if (p.flags & kDrawLogprobs) st.log_normalizer = raw_logprobs(a, p, raw, sh);
 
     Best top = no_best();
-    for (int64_t i = tid; i < vocab; i += kSamplingThreads) top = better(top, {order_key(logits[i]), int32_t(i)});
-    top = block_reduce(top, BestOp(), no_best(), sh.reduce);
+    float lowest = INFINITY;  // the lowest finite logit: where top-p's mass bins start
+    for (int64_t i = tid; i < vocab; i += kSamplingThreads) {
+        const float key = order_key(logits[i]);
+        top = better(top, {key, int32_t(i)});
+        if (isfinite(key)) lowest = key < lowest ? key : lowest;
+    }
+    top = block_reduce(top, BestOp(), no_best(), sh.nucleus.reduce);
     st.token = top.index;
     st.max_logit = top.value;
+    st.best_value = -INFINITY;
+    st.best_token = INT32_MAX;
     // Greedy; or nothing to draw from (no finite logit) or a +inf logit that outweighs everything: the argmax.
     const bool drawn = !(p.flags & kDrawGreedy) && isfinite(top.value);
     const float max_logit = top.value;
@@ -205,14 +222,26 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
                 if (isfinite(x)) consider(best, int32_t(i), x, block.w[j], max_logit, temperature);
             }
         }
-        st.token = block_reduce(best, BestOp(), no_best(), sh.reduce).index;
+        st.token = block_reduce(best, BestOp(), no_best(), sh.nucleus.reduce).index;
     } else if (drawn) {
         // TokenFilter::select: top-k keeps every token tied with the k-th largest logit.
         RadixSelection top_k{0, 0};  // selects everything
         if (p.top_k > 0)
             top_k = block_select_largest([&](int64_t i) { return uint64_t(ordered_bits(logits[i])) << 32; }, vocab,
-                                         p.top_k, 32, sh.radix);
+                                         p.top_k, 32, sh.nucleus.radix);
         const bool top_p = (p.flags & kDrawTopP) != 0;
+        const double max_d = double(max_logit);
+        int bin_shift = 0;  // top-p: mass bins of the weights down to the lowest logit's
+        if (top_p) {
+            lowest = block_reduce(lowest, MinOp(), INFINITY, sh.nucleus.reduce);
+            const double lowest_scaled = __ddiv_rn(__dsub_rn(double(lowest), max_d), p.filter_temperature);
+            bin_shift = mass_bin_shift(exp(fmax(p.min_scaled, lowest_scaled)));
+            for (int b = tid; b < kMassBins; b += kSamplingThreads) {
+                sh.u.histogram.mass[b] = 0;
+                sh.u.histogram.count[b] = 0;
+            }
+            __syncthreads();
+        }
         double total = 0;
         int32_t count = 0;
         Best best = no_best();  // without top-p the candidates are the allowed set: draw among them now
@@ -224,10 +253,15 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
                 if (i >= vocab) break;
                 const float x = logits[i];
                 double weight;
-                if (!candidate_weight(x, top_k, double(max_logit), p, weight)) continue;
+                if (!candidate_weight(x, top_k, max_d, p, weight)) continue;
                 total = __dadd_rn(total, weight);
                 ++count;
-                if (top_p) continue;
+                if (top_p) {
+                    const int bin = mass_bin(weight, bin_shift);
+                    atomicAdd(&sh.u.histogram.mass[bin], fixed_point(weight));
+                    atomicAdd(&sh.u.histogram.count[bin], 1u);
+                    continue;
+                }
                 if (!have_bits) {
                     block = philox::token_group_bits(p.seed, p.draw_index, uint32_t(g));
                     have_bits = true;
@@ -235,46 +269,83 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
                 consider(best, int32_t(i), x, block.w[j], max_logit, temperature);
             }
         }
-        total = block_reduce(total, DoubleSumOp(), 0.0, sh.reduce);
-        count = block_reduce(count, SumOp(), 0, sh.reduce);
-        best = block_reduce(best, BestOp(), no_best(), sh.reduce);
+        total = block_reduce(total, DoubleSumOp(), 0.0, sh.nucleus.reduce);
+        count = block_reduce(count, SumOp(), 0, sh.nucleus.reduce);
+        best = block_reduce(best, BestOp(), no_best(), sh.nucleus.reduce);
         if (count > 0 && !top_p) st.token = best.index;
         if (count > 0 && top_p) {
-            // keep_nucleus: the kept set is the smallest most-likely prefix of mass >= target. Tokens lighter than
-            // `light` cannot be in it (all of them weigh less than 1 - p); the rest go to the sort, in id order.
-            const double one_minus_p = p.one_minus_top_p;
-            st.target = __dsub_rn(total, __dmul_rn(one_minus_p, total));
-            const double light = __dmul_rn(__ddiv_rn(__dmul_rn(one_minus_p, total), double(count)), 1 - 1e-9);
+            st.target = __dsub_rn(total, __dmul_rn(p.one_minus_top_p, total));
+            if (tid == 0) {
+                sh.plan = plan_nucleus(sh.u.histogram, st.target, total, count);
+                sh.num_gathered = 0;
+            }
+            __syncthreads();
+            const NucleusPlan plan = sh.plan;
+            const bool in_shared = plan.num_in_range <= kSharedSortCapacity;
             const int64_t segment = int64_t(p.sort_slot) * vocab;
-            int32_t written = 0;
-            for (int64_t g0 = 0; g0 < num_groups; g0 += kSamplingThreads) {
-                const int64_t g = g0 + tid;
-                uint32_t kept = 0;
-                int32_t num_kept = 0;
-                for (int j = 0; j < 4 && g < num_groups; ++j) {
+            uint32_t* keys = in_shared ? sh.sort_keys : a.sort_keys + segment;
+            int32_t* ids = in_shared ? sh.sort_ids : a.sort_ids + segment;
+            const int64_t capacity = in_shared ? kSharedSortCapacity : vocab;
+            // The bins before the plan's are kept whole: their mass and their Gumbel-max now; the plan's bins are
+            // gathered for the sort.
+            double kept_mass = 0;
+            Best kept_best = no_best();
+            for (int64_t g = tid; g < num_groups; g += kSamplingThreads) {
+                philox::Block block{};
+                bool have_bits = false;
+                for (int j = 0; j < 4; ++j) {
                     const int64_t i = 4 * g + j;
                     if (i >= vocab) break;
+                    const float x = logits[i];
                     double weight;
-                    if (candidate_weight(logits[i], top_k, double(max_logit), p, weight) && !(weight < light)) {
-                        kept |= 1u << j;
-                        ++num_kept;
+                    if (!candidate_weight(x, top_k, max_d, p, weight)) continue;
+                    const int bin = mass_bin(weight, bin_shift);
+                    if (bin < plan.first_bin) {
+                        kept_mass = __dadd_rn(kept_mass, weight);
+                        if (!have_bits) {
+                            block = philox::token_group_bits(p.seed, p.draw_index, uint32_t(g));
+                            have_bits = true;
+                        }
+                        consider(kept_best, int32_t(i), x, block.w[j], max_logit, temperature);
+                    } else if (bin <= plan.last_bin) {
+                        const int pos = atomicAdd(&sh.num_gathered, 1);
+                        if (pos < capacity) {
+                            keys[pos] = ordered_bits(x);
+                            ids[pos] = int32_t(i);
+                        }
                     }
                 }
-                int32_t offset = 0, tile_total = 0;
-                cub::BlockScan<int32_t, kSamplingThreads>(sh.scan).ExclusiveSum(num_kept, offset, tile_total);
-                int64_t pos = segment + written + offset;
-                for (int j = 0; j < 4; ++j) {
-                    if (!(kept & (1u << j))) continue;
-                    const int64_t i = 4 * g + j;
-                    a.sort_keys[pos] = ordered_bits(logits[i]);
-                    a.sort_ids[pos] = int32_t(i);
-                    ++pos;
-                }
-                written += tile_total;
-                __syncthreads();  // the scan's storage is reused by the next tile
             }
-            st.num_sorted = written;
-            st.pending = 1;
+            kept_mass = block_reduce(kept_mass, DoubleSumOp(), 0.0, sh.nucleus.reduce);
+            kept_best = block_reduce(kept_best, BestOp(), no_best(), sh.nucleus.reduce);
+            const int32_t m = min(sh.num_gathered, int32_t(capacity));  // == plan.num_in_range
+            const WeightOfBits weight_of{max_d, p.filter_temperature};
+            if (in_shared) {
+                uint32_t sort_keys[kSortItems];
+                int32_t sort_ids[kSortItems];
+                for (int j = 0; j < kSortItems; ++j) {
+                    const int pos = tid * kSortItems + j;
+                    sort_keys[j] = pos < m ? sh.sort_keys[pos] : 0u;  // 0: below every finite logit's bits
+                    sort_ids[j] = pos < m ? sh.sort_ids[pos] : 0;
+                }
+                SharedSort(sh.u.sort).SortDescending(sort_keys, sort_ids);
+                for (int j = 0; j < kSortItems; ++j) {
+                    sh.sort_keys[tid * kSortItems + j] = sort_keys[j];
+                    sh.sort_ids[tid * kSortItems + j] = sort_ids[j];
+                }
+                __syncthreads();
+                const Best sorted_best =
+                    draw_sorted_nucleus(sh.sort_keys, sh.sort_ids, m, kept_mass, st.target, weight_of, logits, p.seed,
+                                        p.draw_index, max_logit, temperature, sh.nucleus);
+                const Best drawn_best = better(kept_best, sorted_best);
+                if (drawn_best.index != INT32_MAX) st.token = drawn_best.index;
+            } else {
+                st.kept_mass = kept_mass;
+                st.best_value = kept_best.value;
+                st.best_token = kept_best.index;
+                st.num_sorted = m;
+                st.pending = 1;
+            }
         }
     }
     if (tid == 0) {
@@ -287,98 +358,25 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
     }
 }
 
-struct FinishShared {
-    ReduceShared reduce;
-    RadixShared radix;
-    cub::BlockScan<double, kSamplingThreads>::TempStorage scan;
-};
-
-// keep_nucleus over the sorted candidates (logit desc; weights non-increasing) and the Gumbel-max draw among the
-// kept ones.
-__device__ int32_t draw_top_p(const KernelArgs& a, const DrawParams& p, const DrawState& st,
-                              const uint32_t* sorted_keys, const int32_t* sorted_ids, FinishShared& sh) {
-    const int tid = int(threadIdx.x);
-    const int64_t segment = int64_t(p.sort_slot) * a.vocab;
-    const uint32_t* keys = sorted_keys + segment;
-    const int32_t* ids = sorted_ids + segment;
-    const int64_t m = st.num_sorted;
-    const double max_logit = st.max_logit;
-    // The weight of the candidate at sorted position pos, computed exactly as the prepare kernel did.
-    auto weight = [&](int64_t pos) {
-        return exp(__ddiv_rn(__dsub_rn(double(key_of_ordered_bits(keys[pos])), max_logit), p.filter_temperature));
-    };
-
-    // The cut: the first position whose running mass reaches the target (none: all are kept).
-    int64_t kept = m;
-    double carry = 0;  // mass of the tiles before
-    for (int64_t base = 0; base < m; base += int64_t(kSamplingThreads) * kScanItems) {
-        const int64_t first_pos = base + int64_t(tid) * kScanItems;
-        double running[kScanItems];
-        double thread_mass = 0;
-        for (int j = 0; j < kScanItems; ++j) {
-            if (first_pos + j < m) thread_mass = __dadd_rn(thread_mass, weight(first_pos + j));
-            running[j] = thread_mass;
-        }
-        double before = 0, tile_mass = 0;
-        cub::BlockScan<double, kSamplingThreads>(sh.scan).ExclusiveSum(thread_mass, before, tile_mass);
-        int64_t cut = LLONG_MAX;
-        const double start = __dadd_rn(carry, before);
-        for (int j = 0; j < kScanItems; ++j) {
-            if (first_pos + j < m && __dadd_rn(start, running[j]) >= st.target) {
-                cut = first_pos + j;
-                break;
-            }
-        }
-        cut = int64_t(block_reduce((long long)cut, MinOp(), (long long)LLONG_MAX, sh.reduce));
-        if (cut != LLONG_MAX) {
-            kept = cut + 1;
-            break;
-        }
-        carry = __dadd_rn(carry, tile_mass);
-    }
-
-    // TokenFilter orders equal weights by id; the sort orders by logit, which equal weights need not share (two
-    // logits a rounding apart). When the cut splits a run of equal weights, the run's kept share are its lowest ids.
-    bool split_run = false;
-    int64_t run_begin = 0, run_end = 0;
-    RadixSelection lowest_ids{0, 0};
-    if (kept < m && weight(kept) == weight(kept - 1)) {
-        const double w = weight(kept - 1);
-        long long lo = LLONG_MAX, hi = -1;
-        for (int64_t pos = tid; pos < m; pos += kSamplingThreads)
-            if (weight(pos) == w) {
-                lo = pos < lo ? pos : lo;
-                hi = pos > hi ? pos : hi;
-            }
-        run_begin = block_reduce(lo, MinOp(), (long long)LLONG_MAX, sh.reduce);
-        run_end = block_reduce(hi, MaxOp(), -1LL, sh.reduce) + 1;
-        lowest_ids = block_select_largest(
-            [&](int64_t j) { return uint64_t(~uint32_t(ids[run_begin + j])) << 32; }, run_end - run_begin,
-            kept - run_begin, 32, sh.radix);
-        split_run = true;
-    }
-
-    const float* logits = sampled_row(a, p);
-    Best best = no_best();
-    const int64_t end = split_run ? run_end : kept;
-    for (int64_t pos = tid; pos < end; pos += kSamplingThreads) {
-        const int32_t token = ids[pos];
-        if (split_run && pos >= run_begin && !lowest_ids.selects(uint64_t(~uint32_t(token)) << 32)) continue;
-        consider(best, token, logits[token], philox::token_bits(p.seed, p.draw_index, token), st.max_logit,
-                 p.gumbel_temperature);
-    }
-    return block_reduce(best, BestOp(), no_best(), sh.reduce).index;
-}
-
-// One block per draw: the top-p draws, the sampled tokens' logprobs and ranks, and the tokens.
+// One block per draw: the top-p draws whose cut's bins went to the device-wide sort, the sampled tokens' logprobs
+// and ranks, and the tokens.
 __global__ void __launch_bounds__(kSamplingThreads)
     finish_kernel(KernelArgs a, const uint32_t* sorted_keys, const int32_t* sorted_ids) {
-    __shared__ FinishShared sh;
+    __shared__ NucleusShared sh;
     const int tid = int(threadIdx.x);
     const int draw = int(blockIdx.x);
     const DrawParams p = a.params[draw];
     const DrawState st = a.state[draw];
-    const int32_t token = st.pending ? draw_top_p(a, p, st, sorted_keys, sorted_ids, sh) : st.token;
+    int32_t token = st.token;
+    if (st.pending) {
+        const int64_t segment = int64_t(p.sort_slot) * a.vocab;
+        const WeightOfBits weight_of{double(st.max_logit), p.filter_temperature};
+        const Best sorted_best = draw_sorted_nucleus(sorted_keys + segment, sorted_ids + segment, st.num_sorted,
+                                                     st.kept_mass, st.target, weight_of, sampled_row(a, p), p.seed,
+                                                     p.draw_index, st.max_logit, p.gumbel_temperature, sh);
+        const Best drawn_best = better({st.best_value, st.best_token}, sorted_best);
+        if (drawn_best.index != INT32_MAX) token = drawn_best.index;
+    }
     if (p.flags & kDrawLogprobs) {
         const float* raw = raw_row(a, p);
         const float token_key = order_key(raw[token]);

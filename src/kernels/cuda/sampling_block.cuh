@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "exec/philox.h"
+
 namespace taco::cuda::sampling {
 
 constexpr int kSamplingThreads = 512;
@@ -47,9 +49,7 @@ __device__ __forceinline__ Best better(Best a, Best b) {
 
 __device__ __forceinline__ double shfl_down(double v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
 __device__ __forceinline__ float shfl_down(float v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
-__device__ __forceinline__ int32_t shfl_down(int32_t v, int offset) {
-    return __shfl_down_sync(0xffffffffu, v, offset);
-}
+__device__ __forceinline__ int32_t shfl_down(int32_t v, int offset) { return __shfl_down_sync(0xffffffffu, v, offset); }
 __device__ __forceinline__ long long shfl_down(long long v, int offset) {
     return __shfl_down_sync(0xffffffffu, v, offset);
 }
@@ -112,6 +112,15 @@ __device__ T block_reduce(T v, Op op, T identity, ReduceShared& shared) {
     }
     __syncthreads();
     return slots[kSamplingWarps];
+}
+
+// GumbelArgmax::consider of batch_sampler.cc into a thread's running best: a token whose largest possible key
+// already loses to the thread's best is left out before any logarithm (it loses to the block's best too).
+__device__ __forceinline__ void consider(Best& best, int32_t token, float logit, uint32_t bits, float max_logit,
+                                         float temperature) {
+    const float scaled = philox::div_rn(philox::sub_rn(logit, max_logit), temperature);
+    if (philox::add_rn(scaled, philox::gumbel_upper_bound(bits)) < best.value) return;
+    best = better(best, {gumbel_key(logit, max_logit, temperature, philox::gumbel_from_bits(bits)), token});
 }
 
 // ---- Radix select ---------------------------------------------------------------------------------------------------
