@@ -31,7 +31,7 @@ void* data_of(const Tensor& t) { return t.defined() ? t.view().data : nullptr; }
 
 }  // namespace
 
-void DeviceBatchSampler::reserve(Tensor& buffer, size_t bytes, MemoryKind memory) {
+void DeviceBatchSampler::grow(Tensor& buffer, size_t bytes, MemoryKind memory) {
     const size_t capacity = buffer.defined() ? size_t(buffer.numel()) : 0;
     if (bytes <= capacity) return;
     buffer = Tensor();  // free before allocating: nothing is in flight between calls
@@ -45,6 +45,35 @@ size_t DeviceBatchSampler::device_bytes() const {
                             &sort_ids_[0], &sort_ids_[1], &segment_begin_, &segment_end_, &sort_temp_})
         if (t->defined()) bytes += t->view().nbytes();
     return bytes;
+}
+
+void DeviceBatchSampler::grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots, int64_t vocab,
+                                      size_t results_bytes) {
+    grow(results_host_, results_bytes, MemoryKind::kPinnedHost);
+    grow(results_device_, results_bytes, MemoryKind::kDevice);
+    grow(state_, cuda::sampling_state_bytes(num_draws), MemoryKind::kDevice);
+    grow(processed_, size_t(num_edit_slots) * size_t(vocab) * sizeof(float), MemoryKind::kDevice);
+    const size_t sort_items = size_t(num_sort_slots) * size_t(vocab);
+    for (int b = 0; b < 2; ++b) {
+        grow(sort_keys_[b], sort_items * sizeof(uint32_t), MemoryKind::kDevice);
+        grow(sort_ids_[b], sort_items * sizeof(int32_t), MemoryKind::kDevice);
+    }
+    grow(segment_begin_, size_t(num_sort_slots) * sizeof(int32_t), MemoryKind::kDevice);
+    grow(segment_end_, size_t(num_sort_slots) * sizeof(int32_t), MemoryKind::kDevice);
+    if (num_sort_slots > 0 && (num_sort_slots != sort_temp_slots_ || vocab != sort_temp_vocab_)) {
+        sort_temp_bytes_ = cuda::sort_temp_bytes(num_sort_slots, vocab);
+        sort_temp_slots_ = num_sort_slots;
+        sort_temp_vocab_ = vocab;
+        grow(sort_temp_, sort_temp_bytes_, MemoryKind::kDevice);
+    }
+}
+
+void DeviceBatchSampler::reserve(int64_t max_draws, int64_t vocab) {
+    TACO_CHECK_MSG(max_draws >= 0 && vocab > 0 && max_draws * vocab <= INT_MAX,
+                   "cannot reserve the device sampler for {} draws of a {}-token vocabulary", max_draws, vocab);
+    const size_t record_bytes = sizeof(cuda::LogprobRecord) + cuda::kMaxTopLogprobs * sizeof(cuda::TopLogprob);
+    grow_scratch(max_draws, max_draws, max_draws, vocab,
+                 align8(size_t(max_draws) * sizeof(int32_t)) + size_t(max_draws) * record_bytes);
 }
 
 void DeviceBatchSampler::pack_draw(const SamplingRow& row, int32_t vocab) {
@@ -159,25 +188,9 @@ void DeviceBatchSampler::sample(const ExecContext& ctx, const TensorView& logits
     // Scratch, grown to this step (no allocation once the largest step has been seen).
     const size_t params_bytes = num_draws * sizeof(cuda::DrawParams);
     const size_t upload_bytes = params_bytes + edits_.size() * sizeof(cuda::EditEntry);
-    reserve(upload_host_, upload_bytes, MemoryKind::kPinnedHost);
-    reserve(upload_device_, upload_bytes, MemoryKind::kDevice);
-    reserve(results_host_, results_bytes_, MemoryKind::kPinnedHost);
-    reserve(results_device_, results_bytes_, MemoryKind::kDevice);
-    reserve(state_, cuda::sampling_state_bytes(int64_t(num_draws)), MemoryKind::kDevice);
-    reserve(processed_, size_t(num_edit_slots_) * size_t(vocab) * sizeof(float), MemoryKind::kDevice);
-    const size_t sort_items = size_t(num_sort_slots_) * size_t(vocab);
-    for (int b = 0; b < 2; ++b) {
-        reserve(sort_keys_[b], sort_items * sizeof(uint32_t), MemoryKind::kDevice);
-        reserve(sort_ids_[b], sort_items * sizeof(int32_t), MemoryKind::kDevice);
-    }
-    reserve(segment_begin_, size_t(num_sort_slots_) * sizeof(int32_t), MemoryKind::kDevice);
-    reserve(segment_end_, size_t(num_sort_slots_) * sizeof(int32_t), MemoryKind::kDevice);
-    if (num_sort_slots_ > 0 && (num_sort_slots_ != sort_temp_slots_ || vocab != sort_temp_vocab_)) {
-        sort_temp_bytes_ = cuda::sort_temp_bytes(num_sort_slots_, vocab);
-        sort_temp_slots_ = num_sort_slots_;
-        sort_temp_vocab_ = vocab;
-        reserve(sort_temp_, sort_temp_bytes_, MemoryKind::kDevice);
-    }
+    grow(upload_host_, upload_bytes, MemoryKind::kPinnedHost);
+    grow(upload_device_, upload_bytes, MemoryKind::kDevice);
+    grow_scratch(int64_t(num_draws), num_edit_slots_, num_sort_slots_, vocab, results_bytes_);
 
     // The one upload: DrawParams[num_draws], then EditEntry[num_edits].
     auto* upload = static_cast<unsigned char*>(upload_host_.view().data);

@@ -42,14 +42,23 @@ public:
     void sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                 std::span<SampledToken> out);
 
-    // Device bytes this sampler holds now (its scratch only grows).
+    // Allocates now the scratch of a step of up to max_draws draws over `vocab` tokens, whatever their params
+    // (every draw with edits, top-p and 20 logprobs), so that memory is taken before the KV cache is sized rather
+    // than at the first step. The upload buffers still grow with the token lists of a step.
+    void reserve(int64_t max_draws, int64_t vocab);
+
+    // Device bytes this sampler holds now (its scratch only grows): with reserve(), about
+    // max_draws * vocab * 20 bytes (processed logits, the top-p sort's keys, ids and their alternates).
     size_t device_bytes() const;
 
 private:
     // Packs one draw: its DrawParams and its edits (appended to edits_).
     void pack_draw(const SamplingRow& row, int32_t vocab);
     // Grows a buffer to at least `bytes` (never shrinks).
-    static void reserve(Tensor& buffer, size_t bytes, MemoryKind memory);
+    static void grow(Tensor& buffer, size_t bytes, MemoryKind memory);
+    // Grows every buffer but the uploads to a step of this shape.
+    void grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots, int64_t vocab,
+                      size_t results_bytes);
 
     // The step being packed.
     std::vector<cuda::DrawParams> draws_;

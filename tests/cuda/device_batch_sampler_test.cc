@@ -440,6 +440,23 @@ TEST_F(DeviceBatchSamplerTest, SteadyStateAllocatesNothing) {
     EXPECT_EQ(sampler_.device_bytes(), held);
 }
 
+TEST_F(DeviceBatchSamplerTest, ReserveTakesTheScratchBeforeTheFirstStep) {
+    const int64_t vocab = 32000;
+    const Tensor logits = random_logits(6, vocab, 6);
+    const Tensor device_logits = to_device(logits.view());
+    const std::vector<Draw> draws = every_mode(vocab, 6);
+    const std::vector<SamplingRow> rows = rows_of(draws);
+    DeviceBatchSampler sampler;
+    sampler.reserve(int64_t(rows.size()), vocab);
+    EXPECT_GE(sampler.device_bytes(), rows.size() * size_t(vocab) * 20);
+    const int64_t before = allocator_for(MemoryKind::kDevice).stats().num_allocations;
+    std::vector<SampledToken> out(rows.size()), expected(rows.size());
+    sampler.sample(ctx(), device_logits.view(), rows, out);
+    EXPECT_LE(allocator_for(MemoryKind::kDevice).stats().num_allocations, before + 1);  // the upload buffer only
+    BatchSampler().sample(logits.view(), rows, expected);
+    for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(compare(out[i], expected[i]), "") << "draw " << i;
+}
+
 TEST_F(DeviceBatchSamplerTest, LogitsSamplerPicksTheSamplerByWhereTheLogitsAre) {
     const int64_t vocab = 4096;
     const Tensor logits = random_logits(4, vocab, 8);

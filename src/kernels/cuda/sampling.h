@@ -8,10 +8,12 @@
 //   2. prepare kernel, one block per draw: raw log-softmax stats and top logprobs when asked for; the processed
 //      logits (a copy of the raw row with the draw's edits: suppressed ids, logit_bias, penalties) when it has edits;
 //      greedy argmax, or the allowed set of TokenFilter (top-k threshold by radix select, min_p, temperature) and a
-//      Gumbel-max draw among it; a top-p draw instead writes its candidates (those top-p can keep) for the sort;
-//   3. only when some draw has top_p < 1: cub::DeviceSegmentedRadixSort of those candidates, one segment per draw;
-//   4. finish kernel, one block per draw: the top-p cut over the sorted candidates and the draw among the kept
-//      ones; the sampled token's logprob and rank; the tokens;
+//      Gumbel-max draw among it. Top-p finds the bins of a mass histogram its cut lies in (sampling_nucleus.cuh)
+//      and sorts only their candidates: in shared memory when they fit (and draws right there), else it writes them
+//      to the draw's segment of the device-wide sort;
+//   3. only when some draw has top_p < 1: cub::DeviceSegmentedRadixSort of those segments (empty for the others);
+//   4. finish kernel, one block per draw: the top-p cut and draw of the segments sorted in step 3; the sampled
+//      token's logprob and rank; the tokens;
 //   5. one copy of the used prefix of the results (tokens, then the logprob records) into pinned memory, and one
 //      stream synchronize.
 #pragma once
