@@ -90,6 +90,7 @@ void run_bench_engine(BenchEngineArgs& args) {
         for (int64_t b : args.batch_sizes) largest = std::max(largest, b);
         args.engine.max_num_seqs = std::max(args.engine.max_num_seqs, largest);
     }
+    args.engine.show_load_progress = true;
     auto engine = Engine::create(args.engine);
     if (!engine) fail(engine.status().message());
 
