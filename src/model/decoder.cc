@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "kernels/ops.h"
 #include "model/decoder.h"
+#include "model/weight_placer.h"
 
 namespace taco {
 
@@ -20,6 +21,13 @@ void Decoder::prepare(const DecoderRunOptions& options) {
             ModelConfig local = config_;
             local.rope = *config_.rope_local;
             rotary_local_ = std::make_unique<RotaryTables>(local, positions);
+        }
+        if (device_ != Device::kCpu) {  // the tables go where the weights are
+            auto placer = WeightPlacer::create(device_, weight_dtype_, false, 0);
+            TACO_CHECK_MSG(placer.is_ok(), "placing the rotary tables: {}", placer.status().message());
+            rotary_->place(**placer);
+            if (rotary_local_ != nullptr) rotary_local_->place(**placer);
+            (*placer)->finish();
         }
     }
     run_ = options;
