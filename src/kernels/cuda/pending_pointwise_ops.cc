@@ -85,7 +85,8 @@ void moe_combine(const ExecContext& ctx, const TensorView& expert_out, const Ten
     TACO_CHECK_MSG(false, "moe_combine: the CUDA kernel is not written yet");
 }
 
-void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate, const TensorView& out) {
+void add_sigmoid_gated(const ExecContext& ctx, const TensorView& shared, const TensorView& gate,
+                       const TensorView& out) {
     TACO_CHECK_MSG(false, "add_sigmoid_gated: the CUDA kernel is not written yet");
 }
 
