@@ -20,8 +20,7 @@ Status EngineConfig::validate() const {
         return error("--gpu-memory-utilization must be in (0, 1], got {}", *gpu_memory_utilization);
     if (host_cache_gb && (!std::isfinite(*host_cache_gb) || *host_cache_gb < 0))
         return error("--swap-space (--host-cache-gb) must be a non-negative number of GiB, got {}", *host_cache_gb);
-    if (num_device_blocks < 0)
-        return error("--num-gpu-blocks-override must be positive, got {}", num_device_blocks);
+    if (num_device_blocks < 0) return error("--num-gpu-blocks-override must be positive, got {}", num_device_blocks);
     return Status::ok();
 }
 
@@ -31,11 +30,13 @@ Status EngineConfig::validate_for(Device device) const {
     // auto on a machine without a usable GPU, the same command line also serves GPU machines, so it only warns.
     if (this->device == DeviceChoice::kCpu)
         return error(
-            "--gpu-memory-utilization sizes the KV cache in GPU memory and --device cpu runs on the CPU: size the CPU's "
+            "--gpu-memory-utilization sizes the KV cache in GPU memory and --device cpu runs on the CPU: size the "
+            "CPU's "
             "KV cache with --kv-cache-gb (default 4 GiB) instead");
-    log_warn("--gpu-memory-utilization {} has no effect on the CPU (no usable GPU); the KV cache gets --kv-cache-gb "
-             "(default 4 GiB)",
-             *gpu_memory_utilization);
+    log_warn(
+        "--gpu-memory-utilization {} has no effect on the CPU (no usable GPU); the KV cache gets --kv-cache-gb "
+        "(default 4 GiB)",
+        *gpu_memory_utilization);
     return Status::ok();
 }
 

@@ -73,9 +73,10 @@ bool has_safetensors(const std::string& dir) {
 Result<std::unique_ptr<Decoder>> load_decoder(const std::string& dir, Device device, std::optional<DType> dtype,
                                               LoadFormat format, bool progress) {
     if (format == LoadFormat::kSafetensors && std::filesystem::is_directory(dir) && !has_safetensors(dir))
-        return error("--load-format safetensors: {} holds no *.safetensors file (--load-format auto also reads "
-                     "pytorch_model*.bin)",
-                     dir);
+        return error(
+            "--load-format safetensors: {} holds no *.safetensors file (--load-format auto also reads "
+            "pytorch_model*.bin)",
+            dir);
     LoadOptions options;
     options.device = device;
     options.dtype = dtype;

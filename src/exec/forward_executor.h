@@ -78,7 +78,7 @@ private:
     Decoder& decoder_;
     int64_t max_model_len_;
     DType activation_dtype_;
-    std::unique_ptr<Cuda> cuda_;               // null on the CPU
+    std::unique_ptr<Cuda> cuda_;                 // null on the CPU
     std::vector<ForwardBatchBuilder> builders_;  // 1 (host memory) on the CPU, 2 alternating pinned ones on CUDA
     size_t next_builder_ = 0;
     Workspace workspace_;

@@ -29,7 +29,8 @@ Result<int64_t> blocks_in(const char* flag, double gb, int64_t bytes_per_block) 
 Status validate_gpu(const GpuMemoryBudget& gpu) {
     if (!(gpu.utilization > 0 && gpu.utilization <= 1))
         return error("--gpu-memory-utilization must be in (0, 1], got {}", gpu.utilization);
-    if (gpu.total_bytes < 1) return error("KV sizing: the GPU's total memory must be positive, got {}", gpu.total_bytes);
+    if (gpu.total_bytes < 1)
+        return error("KV sizing: the GPU's total memory must be positive, got {}", gpu.total_bytes);
     if (gpu.free_bytes_at_start < 0 || gpu.free_bytes_at_start > gpu.total_bytes || gpu.used_bytes < 0)
         return error("KV sizing: inconsistent GPU memory figures (total {}, free at start {}, used {})",
                      gpu.total_bytes, gpu.free_bytes_at_start, gpu.used_bytes);
@@ -54,8 +55,8 @@ Result<int64_t> gpu_rule_blocks(const KvSizingConfig& config, const GpuMemoryBud
             "activations and CUDA libraries take {:.2f} GiB, leaving {:.2f} GiB for the KV cache: {} blocks of {} "
             "tokens, too few for one request of --max-model-len {} ({} blocks, {:.2f} GiB). Lower --max-model-len "
             "or raise --gpu-memory-utilization",
-            gpu.utilization, gib(requested), gib(double(gpu.total_bytes)), gib(double(gpu.used_bytes)),
-            gib(kv_bytes), int64_t(blocks), config.block_size, config.max_model_len, sizing.blocks_per_seq,
+            gpu.utilization, gib(requested), gib(double(gpu.total_bytes)), gib(double(gpu.used_bytes)), gib(kv_bytes),
+            int64_t(blocks), config.block_size, config.max_model_len, sizing.blocks_per_seq,
             gib(double(sizing.blocks_per_seq) * double(sizing.bytes_per_block)));
     return int64_t(blocks);
 }

@@ -21,7 +21,7 @@
 
 namespace taco {
 
-inline constexpr double kDefaultKvCacheGb = 4.0;            // CPU device-tier budget when --kv-cache-gb is not given
+inline constexpr double kDefaultKvCacheGb = 4.0;             // CPU device-tier budget when --kv-cache-gb is not given
 inline constexpr double kDefaultGpuMemoryUtilization = 0.9;  // vLLM's default
 inline constexpr double kDefaultSwapSpaceGb = 4.0;           // vLLM's --swap-space default: the host tier on CUDA
 
@@ -49,10 +49,10 @@ struct KvSizingConfig {
     DType kv_dtype = DType::kF32;  // the cache dtype: f32 on the CPU backend; the activation dtype on CUDA
 
     // The budgets (EngineConfig's fields of the same names).
-    double kv_cache_gb = 0;         // device tier, GiB; 0: the GPU rule on CUDA, kDefaultKvCacheGb on the CPU
-    double host_cache_gb = 0;       // host tier, GiB
-    int64_t num_device_blocks = 0;  // > 0: overrides every other device rule
-    int64_t num_host_blocks = -1;   // >= 0: overrides host_cache_gb
+    double kv_cache_gb = 0;              // device tier, GiB; 0: the GPU rule on CUDA, kDefaultKvCacheGb on the CPU
+    double host_cache_gb = 0;            // host tier, GiB
+    int64_t num_device_blocks = 0;       // > 0: overrides every other device rule
+    int64_t num_host_blocks = -1;        // >= 0: overrides host_cache_gb
     std::optional<GpuMemoryBudget> gpu;  // set when the device tier is GPU memory
 
     // What the device tier must serve.

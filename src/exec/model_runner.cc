@@ -85,8 +85,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
     e.block_size = options.block_size;
     runner->executor_ = std::make_unique<ForwardExecutor>(*runner->decoder_, e);
 
-    KvSizingConfig sizing = KvSizingConfig::for_model(model.config(), options.block_size,
-                                                      runner->executor_->activation_dtype());
+    KvSizingConfig sizing =
+        KvSizingConfig::for_model(model.config(), options.block_size, runner->executor_->activation_dtype());
     sizing.kv_cache_gb = options.kv_cache_gb;
     sizing.host_cache_gb = options.host_cache_gb;
     sizing.num_device_blocks = options.num_device_blocks;
@@ -108,10 +108,10 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
             gpu.free_bytes_at_start = options.device_free_bytes_before_load;
             gpu.used_bytes = std::max<int64_t>(0, gpu.free_bytes_at_start - int64_t(after.free_bytes));
         } else {
-            gpu.free_bytes_at_start = std::min<int64_t>(int64_t(at_create.free_bytes) + allocated_before,
-                                                        int64_t(after.total_bytes));
-            gpu.used_bytes = allocated_before + std::max<int64_t>(0, int64_t(at_create.free_bytes) -
-                                                                           int64_t(after.free_bytes));
+            gpu.free_bytes_at_start =
+                std::min<int64_t>(int64_t(at_create.free_bytes) + allocated_before, int64_t(after.total_bytes));
+            gpu.used_bytes =
+                allocated_before + std::max<int64_t>(0, int64_t(at_create.free_bytes) - int64_t(after.free_bytes));
         }
         sizing.gpu = gpu;
         log_info(

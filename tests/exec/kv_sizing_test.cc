@@ -197,7 +197,10 @@ TEST(KvSizing, GpuUtilizationOutsideZeroToOneIsAnError) {
         const std::string message = error_of([&](KvSizingConfig& c) { c.gpu = gpu_budget(bad); });
         EXPECT_NE(message.find("--gpu-memory-utilization must be in (0, 1]"), std::string::npos) << message;
     }
-    EXPECT_EQ(error_of([](KvSizingConfig& c) { c.gpu = gpu_budget(1.0); c.gpu->free_bytes_at_start = c.gpu->total_bytes; }),
+    EXPECT_EQ(error_of([](KvSizingConfig& c) {
+                  c.gpu = gpu_budget(1.0);
+                  c.gpu->free_bytes_at_start = c.gpu->total_bytes;
+              }),
               "<ok>");
 }
 

@@ -27,14 +27,14 @@ struct PerplexityArgs {
 };
 
 void run_perplexity(const PerplexityArgs& args) {
+    auto device = select_device(args.load.device);
+    if (!device) fail(device.status().message());
     auto text = read_text_file(args.text_file);
     if (!text) fail(text.status().message());
     auto tokenizer = Tokenizer::load(args.model_dir);
     if (!tokenizer) fail(tokenizer.status().message());
     auto ids = (*tokenizer)->encode(*text, /*add_special_tokens=*/true);
     if (!ids) fail(fmt::format("{}: {}", args.text_file, ids.status().message()));
-    auto device = select_device(args.load.device);
-    if (!device) fail(device.status().message());
     auto decoder = load_decoder(args.model_dir, *device, args.load.dtype, args.load.load_format, /*progress=*/true);
     if (!decoder) fail(decoder.status().message());
     auto result = sliding_window_perplexity(**decoder, *ids, args.options);

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "engine/engine_config.h"
 #include "tools/cli/model_load_flags.h"
@@ -50,13 +50,13 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
     app->add_option("--kv-cache-gb", config.kv_cache_gb,
                     "KV cache memory in GiB, instead of --gpu-memory-utilization's share (default on the CPU: 4)");
     app->add_option_function<int64_t>(
-           "--num-gpu-blocks-override",
-           [&config](int64_t value) {
-               if (value < 1)
-                   throw CLI::ValidationError(fmt::format("--num-gpu-blocks-override must be positive, got {}", value));
-               config.num_device_blocks = value;
-           },
-           "KV cache blocks, instead of any memory budget");
+        "--num-gpu-blocks-override",
+        [&config](int64_t value) {
+            if (value < 1)
+                throw CLI::ValidationError(fmt::format("--num-gpu-blocks-override must be positive, got {}", value));
+            config.num_device_blocks = value;
+        },
+        "KV cache blocks, instead of any memory budget");
     app->add_option_function<double>(
         "--swap-space", [&config](double gb) { detail::set_host_cache_gb(config, "--swap-space", gb); },
         "Host-memory tier of the KV cache (the prefix cache's second tier) in GiB (default: 4 on CUDA, 0 on the CPU, "

@@ -34,7 +34,7 @@ inline void add_model_load_flags(CLI::App* app, DeviceChoice& device, std::optio
            "--dtype",
            [&dtype](const std::string& value) {
                auto parsed = resolve_dtype(value);
-               if (!parsed) throw CLI::ValidationError("--dtype " + value + ": " + parsed.status().message());
+               if (!parsed) throw CLI::ValidationError(parsed.status().message());
                dtype = *parsed;
            },
            "Weight and activation dtype: auto (the checkpoint's; float32 checkpoints run in bfloat16 on CUDA), "
