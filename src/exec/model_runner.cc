@@ -51,7 +51,9 @@ int64_t device_bytes_in_use() { return allocator_for(MemoryKind::kDevice).stats(
 
 ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder) : decoder_(std::move(decoder)) {}
 
-ModelRunner::~ModelRunner() { synchronize(); }
+ModelRunner::~ModelRunner() {
+    if (executor_) synchronize();
+}
 
 void ModelRunner::synchronize() const {
     executor_->synchronize();
@@ -116,8 +118,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
         sizing.gpu = gpu;
         log_info(
             "GPU memory: {:.2f} GiB in all; this process uses {:.2f} GiB besides the KV cache (weights and what was "
-            "allocated before the runner {:.2f} GiB, the runner's buffers {:.2f} GiB, CUDA context, kernels and "
-            "libraries {:.2f} GiB); --gpu-memory-utilization {}",
+            "allocated before the runner {:.2f} GiB, the runner's buffers {:.2f} GiB, kernels, libraries and "
+            "allocation rounding {:.2f} GiB); --gpu-memory-utilization {}",
             double(gpu.total_bytes) / kGiB, double(gpu.used_bytes) / kGiB, double(allocated_before) / kGiB,
             double(allocated_after - allocated_before) / kGiB,
             double(std::max<int64_t>(0, gpu.used_bytes - allocated_after)) / kGiB, gpu.utilization);
