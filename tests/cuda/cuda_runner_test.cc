@@ -1,8 +1,8 @@
-// The execution layer on a GPU: a warmed-up forward pass allocates nothing (device, pinned or host, through the
-// allocator interface), padding rows change no real row, host_logits() gathers rows, a block swapped to the host tier
-// and back (the copy stream, ordered by events) restores the KV exactly, the GPU rule of KV sizing leaves this process
-// at about --gpu-memory-utilization of the GPU, its errors, and perplexity on CUDA in fp32 agrees with the CPU.
-// Skipped where no GPU is usable.
+// The execution layer on a GPU: the dry run sizes a device workspace for every family, a warmed-up forward pass
+// allocates nothing (device, pinned or host, through the allocator interface), padding rows change no real row,
+// host_logits() gathers rows, a block swapped to the host tier and back (the copy stream, ordered by events) restores
+// the KV exactly, the GPU rule of KV sizing leaves this process at about --gpu-memory-utilization of the GPU, its
+// errors, and perplexity on CUDA in fp32 agrees with the CPU. Skipped where no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -115,6 +115,34 @@ TEST_P(CudaExecutor, PaddingRowsChangeNoRealRowAndHostLogitsGatherRows) {
 INSTANTIATE_TEST_SUITE_P(Families, CudaExecutor,
                          ::testing::Values("llama", "mixtral", "phimoe", "qwen2_moe", "gpt2", "falcon_alibi", "opt",
                                            "phi3_longrope", "gemma2", "bloom"));
+
+// Workspace sizing by a dry run with a CUDA context: the ops see the device views of the batch, the device cache in
+// the activation dtype and device logits, check them and touch nothing; the workspace is then device memory.
+class CudaDryRun : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaDryRun, SizesTheDeviceWorkspaceOfEveryFamily) {
+    TACO_SKIP_WITHOUT_GPU();
+    auto decoder = testing_util::load_on(testing_util::models_root() + "/" + GetParam(), Device::kCuda, std::nullopt);
+    ASSERT_TRUE(decoder);
+    ExecutorOptions options;
+    options.max_num_tokens = 256;
+    options.max_num_sequences = 8;
+    options.max_model_len = 128;
+    ForwardExecutor executor(*decoder, options);
+    KvCacheTensors kv =
+        KvCacheTensors::allocate(decoder->config(), 1, 16, executor.activation_dtype(), MemoryKind::kDevice);
+    const int64_t allocations = allocator_for(MemoryKind::kDevice).stats().num_allocations;
+    executor.size_workspace(kv);
+    EXPECT_TRUE(executor.workspace().sized());
+    EXPECT_EQ(executor.workspace().device(), Device::kCuda);
+    EXPECT_GE(executor.workspace().capacity_bytes(), executor.workspace().high_water_bytes());
+    EXPECT_EQ(allocator_for(MemoryKind::kDevice).stats().num_allocations, allocations + 1);  // the workspace only
+    executor.size_workspace(kv);                                                             // once
+    EXPECT_EQ(allocator_for(MemoryKind::kDevice).stats().num_allocations, allocations + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllGoldenModels, CudaDryRun, ::testing::ValuesIn(testing_util::golden_model_names()),
+                         [](const auto& info) { return info.param; });
 
 class CudaRunner : public ::testing::Test {
 protected:
