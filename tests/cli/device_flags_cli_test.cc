@@ -1,8 +1,11 @@
 // vLLM's device and memory flags on `generate`, `serve` and `perplexity`: --device auto|cpu|cuda, --dtype,
 // --load-format, --gpu-memory-utilization, --swap-space / --host-cache-gb and --num-gpu-blocks-override. Bad values
 // are errors naming them; without a usable GPU (run_taco hides any GPU from the binary), --device auto runs on the
-// CPU, --device cuda is an error, and the GPU-only flag is an error with --device cpu and a warning with auto.
+// CPU, --device cuda is an error, and the GPU-only flag is an error with --device cpu and a warning with auto. `bench`
+// with dummy weights runs from config.json alone.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "cli_runner.h"
 
@@ -100,6 +103,20 @@ TEST(DeviceFlagsCli, DtypeAndLoadFormatAreHonouredOnTheCpu) {
     CommandResult safetensors = run_taco(generate("--device cpu --load-format safetensors"));
     ASSERT_EQ(safetensors.exit_code, 0) << safetensors.err;
     EXPECT_EQ(safetensors.out, plain.out);
+}
+
+TEST(DeviceFlagsCli, BenchWithDummyWeightsNeedsOnlyTheConfig) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(::testing::TempDir()) / "taco_cli_config_only";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(golden_model_dir("llama") + "/config.json", dir / "config.json");
+    const std::string bench =
+        "bench latency " + dir.string() + " --device cpu --input-len 4 --output-len 2 --num-iters 1";
+    CommandResult r = run_taco(bench + " --load-format dummy");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("dummy weights without a checkpoint: weight traffic unknown"), std::string::npos) << r.out;
+    expect_error(bench, "no model.safetensors");
 }
 
 }  // namespace
