@@ -16,6 +16,9 @@ namespace {
 class OpsBatchInvariance : public testing::TestWithParam<BackendMaker> {
 protected:
     OpsBatchInvariance() : backend_(GetParam().make()), run_(backend_, backend_.name + " batch invariance", 0, 1234) {}
+    void SetUp() override {
+        if (!backend_.unavailable.empty()) GTEST_SKIP() << backend_.name << ": " << backend_.unavailable;
+    }
 
     // Whether row `row` of `a` (rows of row_bytes) has the bits of row `other_row` of `b`.
     bool same_row(const TensorView& a, int64_t row, const TensorView& b, int64_t other_row) {
@@ -213,8 +216,13 @@ TEST_P(OpsBatchInvariance, MoeTokenAloneEqualsTheTokenInABatch) {
     for (int64_t h = 0; h < hidden; ++h) EXPECT_EQ(out[size_t(4 * hidden + h)], 0.0) << h;
 }
 
-INSTANTIATE_TEST_SUITE_P(CpuF32, OpsBatchInvariance, testing::Values(kCpuF32),
-                         [](const testing::TestParamInfo<BackendMaker>& info) { return std::string(info.param.name); });
+std::string backend_name(const testing::TestParamInfo<BackendMaker>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(CpuF32, OpsBatchInvariance, testing::Values(kCpuF32), backend_name);
+#ifdef TACO_WITH_CUDA
+// Skipped (with the reason) where no GPU is usable.
+INSTANTIATE_TEST_SUITE_P(Cuda, OpsBatchInvariance, testing::Values(kCudaF32, kCudaBF16, kCudaF16), backend_name);
+#endif
 
 }  // namespace
 }  // namespace taco::parity
