@@ -25,14 +25,16 @@
     } while (0)
 
 // A broken contract of an index operand inside a kernel (a token id outside the vocabulary, a slot outside the
-// cache): prints the message and stops the kernel, so the stream's next synchronisation aborts (DeviceStream names
-// the error) instead of reading or writing out of bounds.
-#define TACO_DEVICE_CHECK(cond, ...)                               \
-    do {                                                           \
-        if (!(cond)) {                                             \
-            printf("taco-llm: device check failed: " __VA_ARGS__); \
-            __trap();                                              \
-        }                                                          \
+// cache): prints the message (from the lowest failing lane of each warp; blocks are 1-d) and stops the kernel, so
+// the stream's next synchronisation aborts (DeviceStream names the error) instead of reading or writing out of
+// bounds.
+#define TACO_DEVICE_CHECK(cond, ...)                                                                              \
+    do {                                                                                                          \
+        if (!(cond)) {                                                                                            \
+            const unsigned taco_lanes_below_ = (1u << (threadIdx.x % 32)) - 1u;                                   \
+            if ((__activemask() & taco_lanes_below_) == 0) printf("taco-llm: device check failed: " __VA_ARGS__); \
+            __trap();                                                                                             \
+        }                                                                                                         \
     } while (0)
 
 namespace taco::cuda {
