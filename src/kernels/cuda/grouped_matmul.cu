@@ -8,7 +8,7 @@
 // elements zero):
 //   - tensor cores (WMMA 16x16x16, fp32 accumulators) when x and w are both f16 or both bf16, the decoder's case;
 //   - fp32 FMA otherwise (f32 activations, or weights of another dtype than x): each thread accumulates its outputs
-//     with one fused multiply-add chain in increasing k.
+//     in increasing k, a fused multiply-add chain per k tile added to the running sum.
 // Either way an output's value depends on its row of x, its weight row and K only (the k order is fixed and no
 // instruction mixes rows), never on which other rows share its tile or its expert: batch invariant.
 #include <mma.h>
@@ -92,13 +92,18 @@ __global__ void __launch_bounds__(kThreadsX* kThreadsY)
             w_tile[kk][c] = col < n && kg < k ? to_f32(we[col * k + kg]) : 0.0f;
         }
         __syncthreads();
+        // Two levels (a chain over the tile's k, added to the running sum): the rounding error grows with
+        // kFmaTileK + K / kFmaTileK rather than with K.
+        float part[kRowsPerThread][kColsPerThread] = {};
         for (int kk = 0; kk < kFmaTileK; ++kk) {
             float a[kRowsPerThread], b[kColsPerThread];
             for (int i = 0; i < kRowsPerThread; ++i) a[i] = x_tile[kk][ty + i * kThreadsY];
             for (int j = 0; j < kColsPerThread; ++j) b[j] = w_tile[kk][tx + j * kThreadsX];
             for (int i = 0; i < kRowsPerThread; ++i)
-                for (int j = 0; j < kColsPerThread; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                for (int j = 0; j < kColsPerThread; ++j) part[i][j] = fmaf(a[i], b[j], part[i][j]);
         }
+        for (int i = 0; i < kRowsPerThread; ++i)
+            for (int j = 0; j < kColsPerThread; ++j) acc[i][j] += part[i][j];
         __syncthreads();
     }
     for (int i = 0; i < kRowsPerThread; ++i) {
