@@ -60,7 +60,9 @@ TEST_P(LoadOptionsTest, Bfloat16MatricesKeepTheConfidentTopOne) {
         float second = -INFINITY;
         for (size_t i = 0; i < logits.size(); ++i)
             if (i != want) second = std::max(second, c.last_logits[i]);
-        if (c.last_logits[want] - second > 0.1f) EXPECT_EQ(got, want) << "prompt of " << c.prompt_ids.size();
+        if (c.last_logits[want] - second > 0.1f) {
+            EXPECT_EQ(got, want) << "prompt of " << c.prompt_ids.size();
+        }
     }
 }
 
