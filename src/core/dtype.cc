@@ -145,4 +145,22 @@ float load_as_f32(const void* data, DType dtype, size_t i) {
     return 0.0f;
 }
 
+void store_from_f32(void* data, DType dtype, size_t i, float value) {
+    switch (dtype) {
+        case DType::kF32: static_cast<float*>(data)[i] = value; return;
+        case DType::kF16: static_cast<uint16_t*>(data)[i] = f32_to_f16(value); return;
+        case DType::kBF16: static_cast<uint16_t*>(data)[i] = f32_to_bf16(value); return;
+        default: break;
+    }
+    TACO_CHECK_MSG(false, "store_from_f32: {} is not a float dtype to store into", dtype_name(dtype));
+}
+
+void convert_floats(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n) {
+    if (src_dtype == dst_dtype) {
+        std::memcpy(dst, src, n * dtype_size_bytes(src_dtype));
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) store_from_f32(dst, dst_dtype, i, load_as_f32(src, src_dtype, i));
+}
+
 }  // namespace taco

@@ -39,5 +39,9 @@ float f8e5m2_to_f32(uint8_t bits);
 
 // Reads element i of a buffer of the given dtype, widened to float (integers converted by value).
 float load_as_f32(const void* data, DType dtype, size_t i);
+// Writes element i of a float buffer (f32, f16, bf16) from fp32, rounding to nearest even; other dtypes abort.
+void store_from_f32(void* data, DType dtype, size_t i, float value);
+// n elements of src (any float dtype) into dst (f32, f16, bf16): a memcpy for the same dtype, else through fp32.
+void convert_floats(const void* src, DType src_dtype, void* dst, DType dst_dtype, size_t n);
 
 }  // namespace taco

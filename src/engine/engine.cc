@@ -5,7 +5,11 @@
 #include "core/check.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "engine/model_loading.h"
 #include "exec/kv_sizing.h"
+#ifdef TACO_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 namespace taco {
 
@@ -23,7 +27,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     TACO_RETURN_IF_ERROR(config.validate());
     std::unique_ptr<Engine> engine(new Engine());
     engine->config_ = config;
-    TACO_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> decoder, Decoder::load(config.model_dir));
+    TACO_ASSIGN_OR_RETURN(const Device device, select_device(config.device));
+    TACO_RETURN_IF_ERROR(config.validate_for(device));
+    // The GPU rule of KV sizing counts this process's use of the GPU from here (exec/kv_sizing.h).
+    int64_t device_free_before_load = -1;
+#ifdef TACO_WITH_CUDA
+    if (device == Device::kCuda) device_free_before_load = int64_t(cuda::device_memory().free_bytes);
+#endif
+    TACO_ASSIGN_OR_RETURN(
+        std::unique_ptr<Decoder> decoder,
+        load_decoder(config.model_dir, device, config.dtype, config.load_format, config.show_load_progress));
     const ModelConfig& model = decoder->config();
     if (folder_has_tokenizer(config.model_dir)) {
         TACO_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::load(config.model_dir));
@@ -43,15 +56,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
     TACO_RETURN_IF_ERROR(sc.validate());
 
-    // The CPU backend's cache is f32 (KvCacheTensors).
-    KvSizingConfig sizing_config = KvSizingConfig::for_model(model, config.block_size, DType::kF32);
-    sizing_config.kv_cache_gb = config.kv_cache_gb;
-    sizing_config.host_cache_gb = config.host_cache_gb;
-    sizing_config.num_device_blocks = config.num_device_blocks;
-    sizing_config.num_host_blocks = config.num_host_blocks;
-    sizing_config.max_model_len = sc.max_model_len;
-    sizing_config.max_num_seqs = sc.max_num_seqs;
-    TACO_ASSIGN_OR_RETURN(const KvSizing sizing, size_kv_cache(sizing_config));
+    // The runner sizes both KV tiers (it picks the cache dtype and, on a GPU, measures what the rest takes).
+    RunnerOptions ro;
+    ro.block_size = config.block_size;
+    ro.max_num_batched_tokens = sc.max_num_batched_tokens;
+    ro.max_num_seqs = sc.max_num_seqs;
+    ro.max_model_len = sc.max_model_len;
+    ro.kv_cache_gb = config.kv_cache_gb;
+    ro.host_cache_gb = config.host_cache_gb.value_or(device == Device::kCuda ? kDefaultSwapSpaceGb : 0.0);
+    ro.num_device_blocks = config.num_device_blocks;
+    ro.num_host_blocks = config.num_host_blocks;
+    ro.gpu_memory_utilization = config.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
+    ro.device_free_bytes_before_load = device_free_before_load;
+    TACO_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(decoder), ro));
+    const KvSizing& sizing = engine->runner_->kv_sizing();
 
     KvCacheConfig kc;
     kc.num_device_blocks = sizing.num_device_blocks;
@@ -61,16 +79,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     TACO_RETURN_IF_ERROR(kc.validate());
     engine->kv_cache_ = std::make_unique<KvCacheManager>(kc);
     engine->scheduler_ = std::make_unique<Scheduler>(sc, *engine->kv_cache_);
-    RunnerOptions ro;
-    ro.num_device_blocks = kc.num_device_blocks;
-    ro.num_host_blocks = kc.num_host_blocks;
-    ro.block_size = kc.block_size;
-    ro.max_num_batched_tokens = sc.max_num_batched_tokens;
-    ro.max_num_seqs = sc.max_num_seqs;
-    ro.max_model_len = sc.max_model_len;
-    engine->runner_ = std::make_unique<ModelRunner>(std::move(decoder), ro);
-    log_debug("engine: {} device blocks, {} host blocks of {} tokens", kc.num_device_blocks, kc.num_host_blocks,
-              kc.block_size);
+    log_debug("engine on the {}: {} device blocks, {} host blocks of {} tokens", device_name(device),
+              kc.num_device_blocks, kc.num_host_blocks, kc.block_size);
     engine->thread_ = std::thread([e = engine.get()] { e->step_loop(); });
     return engine;
 }
@@ -246,8 +256,16 @@ void Engine::step() {
         sequences.push_back(seq);
         rows.push_back({r.id, r.num_computed_tokens, seq.num_prompt_logits, s.samples()});
     }
+    // Logits [rows, vocab] on the runner's device. Sampling reads them there (LogitsSampler: on the GPU for device
+    // logits, so only tokens and the logprobs asked for come back); prompt logprobs read host rows, copied only in
+    // a step that has some (on the CPU host_logits() is the logits themselves).
     const TensorView logits = runner_->execute(sequences);
     scheduler_->update_after_step(out);
+    // ---- Host logits --------------------------------------------------------------------------------------------
+    const bool any_prompt_rows =
+        std::any_of(rows.begin(), rows.end(), [](const Rows& r) { return r.num_prompt_rows > 0; });
+    const TensorView host_logits = any_prompt_rows ? runner_->host_logits() : TensorView();
+    // ---- End of host logits -----------------------------------------------------------------------------------------
 
     const int64_t vocab = logits.size(1);
     std::vector<RequestGroup*> touched;  // groups with a sampling row this step, in row order
@@ -260,7 +278,7 @@ void Engine::step() {
         const size_t index = found->second.second;
         for (int64_t i = 0; i < r.num_prompt_rows; ++i, ++row)
             group.output().add_prompt_logprobs(r.first_position + i,
-                                               std::span<const float>(logits.as<float>() + row * vocab, size_t(vocab)));
+                                               std::span<const float>(host_logits.row<float>(row), size_t(vocab)));
         if (!r.samples) continue;
         const int64_t sample_row = row++;
         if (std::find(touched.begin(), touched.end(), &group) == touched.end()) touched.push_back(&group);

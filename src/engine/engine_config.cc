@@ -1,5 +1,9 @@
 #include "engine/engine_config.h"
 
+#include <cmath>
+
+#include "core/log.h"
+
 namespace taco {
 
 Status EngineConfig::validate() const {
@@ -10,8 +14,29 @@ Status EngineConfig::validate() const {
     if (max_num_seqs < 1) return error("--max-num-seqs must be positive, got {}", max_num_seqs);
     if (block_size < 1 || (block_size & (block_size - 1)) != 0)
         return error("--block-size must be a power of two, got {}", block_size);
-    if (kv_cache_gb < 0) return error("--kv-cache-gb must not be negative, got {}", kv_cache_gb);
-    if (host_cache_gb < 0) return error("--host-cache-gb must not be negative, got {}", host_cache_gb);
+    if (!std::isfinite(kv_cache_gb) || kv_cache_gb < 0)
+        return error("--kv-cache-gb must be a non-negative number, got {}", kv_cache_gb);
+    if (gpu_memory_utilization && !(*gpu_memory_utilization > 0 && *gpu_memory_utilization <= 1))
+        return error("--gpu-memory-utilization must be in (0, 1], got {}", *gpu_memory_utilization);
+    if (host_cache_gb && (!std::isfinite(*host_cache_gb) || *host_cache_gb < 0))
+        return error("--swap-space (--host-cache-gb) must be a non-negative number of GiB, got {}", *host_cache_gb);
+    if (num_device_blocks < 0) return error("--num-gpu-blocks-override must be positive, got {}", num_device_blocks);
+    return Status::ok();
+}
+
+Status EngineConfig::validate_for(Device device) const {
+    if (device == Device::kCuda || !gpu_memory_utilization) return Status::ok();
+    // The flag sizes GPU memory. Asked for the CPU outright, it contradicts the command line; reached by --device
+    // auto on a machine without a usable GPU, the same command line also serves GPU machines, so it only warns.
+    if (this->device == DeviceChoice::kCpu)
+        return error(
+            "--gpu-memory-utilization sizes the KV cache in GPU memory and --device cpu runs on the CPU: size the "
+            "CPU's "
+            "KV cache with --kv-cache-gb (default 4 GiB) instead");
+    log_warn(
+        "--gpu-memory-utilization {} has no effect on the CPU (no usable GPU); the KV cache gets --kv-cache-gb "
+        "(default 4 GiB)",
+        *gpu_memory_utilization);
     return Status::ok();
 }
 

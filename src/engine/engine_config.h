@@ -1,28 +1,46 @@
-// EngineConfig: everything `taco_llm generate/serve` passes to the engine, with vLLM's defaults.
+// EngineConfig: everything `taco_llm generate/serve/bench` passes to the engine, with vLLM's defaults. Flags a
+// user may leave out where the default depends on the device are optional (nullopt: the device's default).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/status.h"
+#include "engine/model_loading.h"
 
 namespace taco {
 
 struct EngineConfig {
     std::string model_dir;
+    // Where and how the weights are loaded (engine/model_loading.h).
+    DeviceChoice device = DeviceChoice::kAuto;
+    std::optional<DType> dtype;  // nullopt: auto (the checkpoint's; fp32 checkpoints in bf16 on CUDA)
+    LoadFormat load_format = LoadFormat::kAuto;
+    bool show_load_progress = false;  // a progress bar of the weight upload on stderr
+
     int64_t max_model_len = 0;  // 0: derived from the config as vLLM does
     int64_t max_num_batched_tokens = 8192;
     int64_t max_num_seqs = 256;
     bool enable_chunked_prefill = true;
     bool enable_prefix_caching = true;
     int64_t block_size = 16;
-    double kv_cache_gb = 0;         // device-tier KV memory; 0: 4 GiB on the CPU backend
-    double host_cache_gb = 0;       // host-tier KV memory (0 on the CPU backend: its device tier is host memory)
-    int64_t num_device_blocks = 0;  // overrides kv_cache_gb when > 0 (tests)
-    int64_t num_host_blocks = -1;   // overrides host_cache_gb when >= 0 (tests)
+    // KV memory (exec/kv_sizing.h has the rules). Device tier: num_device_blocks > 0, else kv_cache_gb > 0, else
+    // gpu_memory_utilization of the GPU (CUDA; default 0.9) or 4 GiB (CPU). On the CPU an explicit --device cpu with
+    // gpu_memory_utilization set is an error, and --device auto falling back to the CPU warns that it has no effect.
+    double kv_cache_gb = 0;
+    std::optional<double> gpu_memory_utilization;
+    // Host tier (vLLM's --swap-space; --host-cache-gb is the same setting): nullopt: 4 GiB on CUDA, 0 on the CPU
+    // (whose device tier is already host memory).
+    std::optional<double> host_cache_gb;
+    int64_t num_device_blocks = 0;  // > 0: the device tier's blocks, whatever the budgets (--num-gpu-blocks-override)
+    int64_t num_host_blocks = -1;   // >= 0: overrides host_cache_gb (tests)
     uint64_t seed = 0;              // seeds requests that carry no seed
 
     Status validate() const;
+    // The checks that need the device the engine runs on (the GPU-only flags on the CPU).
+    Status validate_for(Device device) const;
 };
 
 }  // namespace taco

@@ -49,6 +49,8 @@ public:
     ForwardBatch rebased(void* base, Device device) const;
     // The bytes the last build wrote, from the buffer's start.
     std::span<const uint8_t> used_bytes() const;
+    // The buffer's size: the used bytes of the largest step the limits allow (a device copy's size).
+    size_t capacity_bytes() const { return buffer_.view().nbytes(); }
     const BatchLimits& limits() const { return limits_; }
     int64_t block_size() const { return block_size_; }
 

@@ -1,11 +1,24 @@
-// ForwardExecutor: runs a Decoder over steps of sequences on one device: the ForwardBatch builder, the activation
-// workspace and the logits buffer. The workspace is sized once by a dry run at the largest step (the limits), so a
-// warmed-up step allocates nothing and the same step shape gets the same addresses. ModelRunner (the engine's),
-// perplexity and the tests all run the decoder through one of these.
+// ForwardExecutor: runs a Decoder over steps of sequences on the decoder's device: the ForwardBatch builder, the
+// activation workspace and the logits buffer. The workspace is sized once by a dry run at the largest step (the
+// limits), so a warmed-up step allocates nothing and the same step shape gets the same addresses. ModelRunner (the
+// engine's), perplexity and the tests all run the decoder through one of these.
+//
+// CPU (decoder.device() == kCpu): f32 activations in a host workspace; the batch is built in host memory and read
+// in place; logits are host memory.
+// CUDA: the executor owns the compute stream (cuda::DeviceStream: stream, cuBLASLt handle, GEMM workspace);
+// activations are in the decoder's weight dtype in a device workspace; logits are f32 in device memory. A step's
+// ForwardBatch is built on the host in a pinned buffer and uploaded with ONE copy of its used prefix into one
+// device buffer, and the decoder reads the builder's rebased() device views. Two pinned buffers alternate: before
+// a build overwrites one, the host waits for the event recorded after that buffer's last upload (two steps back,
+// long done), so the host may build step N + 1 while the GPU still runs step N. The device buffer needs no such
+// wait: every upload and the forward pass that reads it are queued on the compute stream, so an upload starts only
+// once the previous forward pass is done. host_logits() copies logits rows to a pinned buffer and waits for them.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "core/workspace.h"
 #include "exec/forward_batch_builder.h"
@@ -25,26 +38,55 @@ struct ExecutorOptions {
 class ForwardExecutor {
 public:
     ForwardExecutor(Decoder& decoder, const ExecutorOptions& options);
+    ~ForwardExecutor();
+    ForwardExecutor(const ForwardExecutor&) = delete;
+    ForwardExecutor& operator=(const ForwardExecutor&) = delete;
 
-    // Sizes the workspace by a dry run over `kv`'s shapes (once; execute() does it on first use).
+    // Sizes the workspace by a dry run over `kv`'s shapes (once; execute() does it on first use). `kv` must be on
+    // the executor's device in its activation dtype; its number of blocks does not matter.
     void size_workspace(KvCacheTensors& kv);
-    // One forward pass; returns logits [sum of num_logits(), vocab] f32, sequence by sequence (each with its
-    // prompt-logit rows first, then its last token's row), valid until the next call. pad_tokens_to > the step's
-    // tokens adds padding rows (slot -1), as a CUDA graph bucket does; they change no real row.
+    // One forward pass; returns logits [sum of num_logits(), vocab] f32 on the executor's device, sequence by
+    // sequence (each with its prompt-logit rows first, then its last token's row), valid until the next call. On
+    // CUDA the pass is queued, not finished: read rows through host_logits(). pad_tokens_to > the step's tokens adds
+    // padding rows (slot -1), as a CUDA graph bucket does; they change no real row.
     TensorView execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv, int64_t pad_tokens_to = 0);
 
+    // Rows of the last execute()'s logits on the host, [rows.size(), vocab] f32, in the order given: on the CPU the
+    // logits themselves when `rows` is 0, 1, 2, ... (else a gathered copy); on CUDA a copy into a pinned buffer (one
+    // copy per run of consecutive rows) that the host has waited for. Valid until the next execute() or
+    // host_logits().
+    TensorView host_logits(std::span<const int64_t> rows);
+    // Every row of the last execute()'s logits on the host.
+    TensorView host_logits();
+    // Blocks until the work queued on the compute stream is done (nothing to wait for on the CPU).
+    void synchronize() const;
+
+    Device device() const { return ctx_.device; }
+    DType activation_dtype() const { return activation_dtype_; }
+    void* stream() const { return ctx_.stream; }  // cudaStream_t of the compute stream; nullptr on the CPU
     const Workspace& workspace() const { return workspace_; }
-    const ForwardBatchBuilder& builder() const { return builder_; }
+    const ForwardBatchBuilder& builder() const { return builders_.front(); }
     const ExecContext& context() const { return ctx_; }
     int64_t max_model_len() const { return max_model_len_; }
 
 private:
+    struct Cuda;  // the CUDA side: stream, upload events, device batch buffer, pinned logits (empty on the CPU build)
+
+    // The step's batch as the decoder reads it: host views on the CPU, uploaded device views on CUDA.
+    ForwardBatch stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to);
+
     Decoder& decoder_;
     int64_t max_model_len_;
-    ForwardBatchBuilder builder_;
+    DType activation_dtype_;
+    std::unique_ptr<Cuda> cuda_;                 // null on the CPU
+    std::vector<ForwardBatchBuilder> builders_;  // 1 (host memory) on the CPU, 2 alternating pinned ones on CUDA
+    size_t next_builder_ = 0;
     Workspace workspace_;
     ExecContext ctx_;
-    Tensor logits_;  // [capacity, vocab] f32; grows only for steps with many prompt-logit rows
+    Tensor logits_;  // [capacity, vocab] f32 on the device; grows only for steps with many prompt-logit rows
+    TensorView last_logits_;
+    Tensor host_rows_;               // [capacity, vocab] f32: host_logits()'s copies (pinned on CUDA)
+    std::vector<int64_t> all_rows_;  // 0, 1, 2, ...: host_logits() of every row
 };
 
 }  // namespace taco

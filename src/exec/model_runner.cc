@@ -1,42 +1,246 @@
 #include "exec/model_runner.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/check.h"
-#include "exec/kv_sizing.h"
+#include "core/log.h"
+#include "kernels/ops.h"
+#ifdef TACO_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/stream_event.h"
+#endif
 
 namespace taco {
 
-ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder, const RunnerOptions& options)
-    : decoder_(std::move(decoder)),
-      device_kv_(KvCacheTensors::allocate(decoder_->config(), options.num_device_blocks, options.block_size)),
-      host_kv_(KvCacheTensors::allocate(decoder_->config(), options.num_host_blocks, options.block_size)) {
+#ifdef TACO_WITH_CUDA
+struct ModelRunner::Cuda {
+    std::unique_ptr<cuda::Stream> copy_stream;
+    std::unique_ptr<cuda::Event> forward_done;  // recorded on the compute stream before a step's copies
+    std::unique_ptr<cuda::Event> copies_done;   // recorded on the copy stream after them
+};
+#else
+struct ModelRunner::Cuda {};
+#endif
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The layers' K and V tensors of a cache, in one order (k[0], v[0], k[1], ...).
+std::vector<const Tensor*> kv_tensors(const KvCacheTensors& kv) {
+    std::vector<const Tensor*> out;
+    for (size_t layer = 0; layer < kv.k.size(); ++layer) {
+        out.push_back(&kv.k[layer]);
+        out.push_back(&kv.v[layer]);
+    }
+    return out;
+}
+
+#ifdef TACO_WITH_CUDA
+template <class T>
+std::unique_ptr<T> created_or_die(Result<std::unique_ptr<T>> made) {
+    TACO_CHECK_MSG(made.is_ok(), "ModelRunner: {}", made.status().message());
+    return std::move(made).value();
+}
+
+int64_t device_bytes_in_use() { return allocator_for(MemoryKind::kDevice).stats().bytes_in_use; }
+#endif
+
+}  // namespace
+
+ModelRunner::ModelRunner(std::unique_ptr<Decoder> decoder) : decoder_(std::move(decoder)) {}
+
+ModelRunner::~ModelRunner() {
+    if (executor_) synchronize();
+}
+
+void ModelRunner::synchronize() const {
+    executor_->synchronize();
+#ifdef TACO_WITH_CUDA
+    if (cuda_) cuda_->copy_stream->synchronize();
+#endif
+}
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder> decoder,
+                                                         const RunnerOptions& options) {
+    TACO_CHECK(decoder != nullptr);
+    std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(decoder)));
+    const Decoder& model = *runner->decoder_;
+    const bool on_gpu = model.device() == Device::kCuda;
+#ifdef TACO_WITH_CUDA
+    const int64_t allocated_before = on_gpu ? device_bytes_in_use() : 0;  // the weights, mostly
+    const cuda::DeviceMemory at_create = on_gpu ? cuda::device_memory() : cuda::DeviceMemory{};
+    if (on_gpu) {
+        runner->cuda_ = std::make_unique<Cuda>();
+        runner->cuda_->copy_stream = created_or_die(cuda::Stream::create());
+        runner->cuda_->forward_done = created_or_die(cuda::Event::create());
+        runner->cuda_->copies_done = created_or_die(cuda::Event::create());
+    }
+#else
+    TACO_CHECK_MSG(!on_gpu, "ModelRunner: the decoder is on the cuda, and this build has no CUDA backend");
+#endif
     ExecutorOptions e;
     e.max_num_tokens = options.max_num_batched_tokens;
     e.max_num_sequences = options.max_num_seqs;
     e.max_model_len = options.max_model_len;
     e.block_size = options.block_size;
-    executor_ = std::make_unique<ForwardExecutor>(*decoder_, e);
-    executor_->size_workspace(device_kv_);
+    runner->executor_ = std::make_unique<ForwardExecutor>(*runner->decoder_, e);
+
+    KvSizingConfig sizing =
+        KvSizingConfig::for_model(model.config(), options.block_size, runner->executor_->activation_dtype());
+    sizing.kv_cache_gb = options.kv_cache_gb;
+    sizing.host_cache_gb = options.host_cache_gb;
+    sizing.num_device_blocks = options.num_device_blocks;
+    sizing.num_host_blocks = options.num_host_blocks;
+    sizing.max_model_len = runner->executor_->max_model_len();
+    sizing.max_num_seqs = options.max_num_seqs;
+#ifdef TACO_WITH_CUDA
+    if (on_gpu) {
+        // As vLLM's profile run: the largest step, so what it needs beyond the preallocated buffers (kernels loaded
+        // on first launch, library state) is counted before the KV cache takes the rest. Nothing in a pass
+        // allocates, so the memory in use after it is its peak.
+        runner->run_profiling_step(options);
+        const cuda::DeviceMemory after = cuda::device_memory();
+        const int64_t allocated_after = device_bytes_in_use();
+        GpuMemoryBudget gpu;
+        gpu.utilization = options.gpu_memory_utilization;
+        gpu.total_bytes = int64_t(after.total_bytes);
+        if (options.device_free_bytes_before_load >= 0) {
+            gpu.free_bytes_at_start = options.device_free_bytes_before_load;
+            gpu.used_bytes = std::max<int64_t>(0, gpu.free_bytes_at_start - int64_t(after.free_bytes));
+        } else {
+            gpu.free_bytes_at_start =
+                std::min<int64_t>(int64_t(at_create.free_bytes) + allocated_before, int64_t(after.total_bytes));
+            gpu.used_bytes =
+                allocated_before + std::max<int64_t>(0, int64_t(at_create.free_bytes) - int64_t(after.free_bytes));
+        }
+        sizing.gpu = gpu;
+        log_info(
+            "GPU memory: {:.2f} GiB in all; this process uses {:.2f} GiB besides the KV cache (weights and what was "
+            "allocated before the runner {:.2f} GiB, the runner's buffers {:.2f} GiB, kernels, libraries and "
+            "allocation rounding {:.2f} GiB); --gpu-memory-utilization {}",
+            double(gpu.total_bytes) / kGiB, double(gpu.used_bytes) / kGiB, double(allocated_before) / kGiB,
+            double(allocated_after - allocated_before) / kGiB,
+            double(std::max<int64_t>(0, gpu.used_bytes - allocated_after)) / kGiB, gpu.utilization);
+    }
+#endif
+    TACO_RETURN_IF_ERROR(runner->allocate_kv(options, sizing));
+    runner->executor_->size_workspace(runner->device_kv_);  // the CPU: first sizing; CUDA: sized by the profile
+    return runner;
+}
+
+void ModelRunner::run_profiling_step(const RunnerOptions& options) {
+    const ModelConfig& config = decoder_->config();
+    const DType dtype = executor_->activation_dtype();
+    // A one-block cache, zeroed so the pass reads finite numbers: every sequence's block table is all block 0.
+    KvCacheTensors scratch = KvCacheTensors::allocate(config, 1, options.block_size, dtype, MemoryKind::kDevice);
+    KvCacheTensors zeros = KvCacheTensors::allocate(config, 1, options.block_size, dtype, MemoryKind::kHost);
+    const std::vector<const Tensor*> src = kv_tensors(zeros), dst = kv_tensors(scratch);
+    for (size_t i = 0; i < src.size(); ++i) {
+        std::memset(src[i]->view().data, 0, src[i]->view().nbytes());
+        ops::copy(executor_->context(), src[i]->view(), dst[i]->view());
+    }
+    // max_num_batched_tokens tokens over min(max_num_seqs, tokens) sequences, none longer than max_model_len, each
+    // sampling its last token.
+    const int64_t max_len = executor_->max_model_len();
+    const int64_t num_tokens = options.max_num_batched_tokens;
+    const int64_t num_seqs = std::min(options.max_num_seqs, num_tokens);
+    const std::vector<int32_t> ids(size_t(std::min(num_tokens, max_len)), 0);
+    const std::vector<int32_t> table(size_t((max_len + options.block_size - 1) / options.block_size), 0);
+    std::vector<RunnerSequence> sequences;
+    int64_t remaining = num_tokens;
+    for (int64_t i = 0; i < num_seqs && remaining > 0; ++i) {
+        const int64_t length = std::min(max_len, (remaining + (num_seqs - i) - 1) / (num_seqs - i));
+        RunnerSequence seq;
+        seq.token_ids = std::span<const int32_t>(ids.data(), size_t(length));
+        seq.num_new_tokens = length;
+        seq.block_table = table;
+        seq.wants_logits = true;
+        sequences.push_back(seq);
+        remaining -= length;
+    }
+    executor_->execute(sequences, scratch);
+    executor_->synchronize();
+}
+
+Status ModelRunner::allocate_kv(const RunnerOptions& options, const KvSizingConfig& sizing_config) {
+    TACO_ASSIGN_OR_RETURN(sizing_, size_kv_cache(sizing_config));
+    const ModelConfig& config = decoder_->config();
+    const DType dtype = sizing_config.kv_dtype;
+    const double device_gb = double(sizing_.num_device_blocks) * double(sizing_.bytes_per_block) / kGiB;
+    const double host_gb = double(sizing_.num_host_blocks) * double(sizing_.bytes_per_block) / kGiB;
+    const bool on_gpu = cuda_ != nullptr;
+#ifdef TACO_WITH_CUDA
+    if (on_gpu) {
+        const cuda::DeviceMemory now = cuda::device_memory();
+        if (double(sizing_.num_device_blocks) * double(sizing_.bytes_per_block) > double(now.free_bytes))
+            return error(
+                "the KV cache of {} blocks needs {:.2f} GiB of GPU memory, and {:.2f} GiB are free: lower "
+                "--kv-cache-gb, --num-gpu-blocks-override or --gpu-memory-utilization",
+                sizing_.num_device_blocks, device_gb, double(now.free_bytes) / kGiB);
+    }
+#endif
+    device_kv_ = KvCacheTensors::allocate(config, sizing_.num_device_blocks, options.block_size, dtype,
+                                          on_gpu ? MemoryKind::kDevice : MemoryKind::kHost);
+    host_kv_ = KvCacheTensors::allocate(config, sizing_.num_host_blocks, options.block_size, dtype,
+                                        on_gpu ? MemoryKind::kPinnedHost : MemoryKind::kHost);
+    log_info("KV cache: {} blocks of {} tokens in {} on the {} ({:.2f} GiB), host tier {} blocks ({:.2f} GiB)",
+             sizing_.num_device_blocks, options.block_size, dtype_name(dtype), device_name(executor_->device()),
+             device_gb, sizing_.num_host_blocks, host_gb);
+    return Status::ok();
 }
 
 void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
-    for (const KvCopy& c : copies) {
-        KvCacheTensors& src = c.src_host ? host_kv_ : device_kv_;
-        KvCacheTensors& dst = c.dst_host ? host_kv_ : device_kv_;
-        TACO_CHECK(c.src_block >= 0 && c.src_block < src.num_blocks);
-        TACO_CHECK(c.dst_block >= 0 && c.dst_block < dst.num_blocks);
-        for (size_t layer = 0; layer < src.k.size(); ++layer) {
-            for (auto member : {&KvCacheTensors::k, &KvCacheTensors::v}) {
-                const Tensor& s = (src.*member)[layer];
-                const Tensor& d = (dst.*member)[layer];
-                const size_t block_bytes = s.view().nbytes() / size_t(src.num_blocks);
-                std::memcpy(static_cast<uint8_t*>(d.view().data) + size_t(c.dst_block) * block_bytes,
-                            static_cast<const uint8_t*>(s.view().data) + size_t(c.src_block) * block_bytes,
-                            block_bytes);
-            }
-        }
+    if (copies.empty()) return;
+#ifdef TACO_WITH_CUDA
+    ExecContext copy_ctx;
+    if (cuda_) {
+        cuda_->forward_done->record(executor_->stream());
+        cuda_->forward_done->wait(cuda_->copy_stream->get());
+        copy_ctx.device = Device::kCuda;
+        copy_ctx.stream = cuda_->copy_stream->get();
     }
+#endif
+    const std::vector<const Tensor*> device = kv_tensors(device_kv_), host = kv_tensors(host_kv_);
+    for (size_t begin = 0; begin < copies.size();) {
+        const KvCopy& c = copies[begin];
+        const KvCacheTensors& src_kv = c.src_host ? host_kv_ : device_kv_;
+        const KvCacheTensors& dst_kv = c.dst_host ? host_kv_ : device_kv_;
+        // A run of copies between tiers with consecutive source and destination blocks is one copy per tensor
+        // (the two sides are different memory, so the run cannot read what it writes).
+        size_t end = begin + 1;
+        while (c.src_host != c.dst_host && end < copies.size() && copies[end].src_host == c.src_host &&
+               copies[end].dst_host == c.dst_host && copies[end].src_block == copies[end - 1].src_block + 1 &&
+               copies[end].dst_block == copies[end - 1].dst_block + 1)
+            ++end;
+        const int64_t count = int64_t(end - begin);
+        TACO_CHECK_MSG(c.src_block >= 0 && c.src_block + count <= src_kv.num_blocks && c.dst_block >= 0 &&
+                           c.dst_block + count <= dst_kv.num_blocks,
+                       "copy of blocks [{}, {}) of {} to [{}, {}) of {}: the tiers have {} and {} blocks", c.src_block,
+                       c.src_block + count, c.src_host ? "host" : "device", c.dst_block, c.dst_block + count,
+                       c.dst_host ? "host" : "device", src_kv.num_blocks, dst_kv.num_blocks);
+        const std::vector<const Tensor*>& src = c.src_host ? host : device;
+        const std::vector<const Tensor*>& dst = c.dst_host ? host : device;
+        for (size_t t = 0; t < src.size(); ++t) {
+            const TensorView from = src[t]->view().rows(c.src_block, c.src_block + count);
+            const TensorView to = dst[t]->view().rows(c.dst_block, c.dst_block + count);
+#ifdef TACO_WITH_CUDA
+            if (cuda_) {
+                ops::copy(copy_ctx, from, to);
+                continue;
+            }
+#endif
+            std::memcpy(to.data, from.data, from.nbytes());
+        }
+        begin = end;
+    }
+#ifdef TACO_WITH_CUDA
+    if (cuda_) {
+        cuda_->copies_done->record(cuda_->copy_stream->get());
+        cuda_->copies_done->wait(executor_->stream());
+    }
+#endif
 }
 
 TensorView ModelRunner::execute(std::span<const RunnerSequence> sequences) {

@@ -43,7 +43,8 @@ double window_nll(ForwardExecutor& executor, KvCacheTensors& kv, std::span<const
         seq.block_table = block_table;
         seq.max_length = length;
         if (begin >= first_row) seq.num_prompt_logits = end < length ? end - begin : end - begin - 1;
-        const TensorView logits = executor.execute({&seq, 1}, kv);  // [num_prompt_logits, vocab]
+        executor.execute({&seq, 1}, kv);
+        const TensorView logits = executor.host_logits();  // [num_prompt_logits, vocab] f32, on the host
         for (int64_t i = 0; i < seq.num_prompt_logits; ++i) {
             const int64_t pos = begin + i;
             nll += token_nll(logits.row<float>(i), logits.shape[1], tokens[size_t(pos + 1)]);
@@ -85,8 +86,10 @@ Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<c
     exec.max_model_len = resolved.window;
     exec.block_size = resolved.block_size;
     ForwardExecutor executor(decoder, exec);
+    // The cache on the decoder's device, in its activation dtype (f32 on the CPU).
     KvCacheTensors kv = KvCacheTensors::allocate(
-        config, (resolved.window + resolved.block_size - 1) / resolved.block_size, resolved.block_size);
+        config, (resolved.window + resolved.block_size - 1) / resolved.block_size, resolved.block_size,
+        executor.activation_dtype(), decoder.device() == Device::kCpu ? MemoryKind::kHost : MemoryKind::kDevice);
 
     PerplexityResult result;
     result.num_tokens = num_tokens;

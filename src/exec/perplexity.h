@@ -40,8 +40,8 @@ struct PerplexityResult {
     double perplexity() const;
 };
 
-// Errors: fewer than 2 tokens, a token outside the vocabulary, window < 2 or past the model's maximum
-// length, stride outside [1, window].
+// Runs on the decoder's device (ForwardExecutor; logits rows read on the host). Errors: fewer than 2 tokens, a
+// token outside the vocabulary, window < 2 or past the model's maximum length, stride outside [1, window].
 Result<PerplexityResult> sliding_window_perplexity(Decoder& decoder, std::span<const int32_t> token_ids,
                                                    const PerplexityOptions& options);
 

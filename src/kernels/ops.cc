@@ -58,8 +58,7 @@ bool runs(const ExecContext& ctx, const char* op) {
 
 // The backend of ctx.device runs the op (runs() has checked this build has it).
 #ifdef TACO_WITH_CUDA
-#define TACO_DISPATCH(ctx, op, ...) \
-    ((ctx).device == Device::kCuda ? cuda::op(__VA_ARGS__) : cpu::op(__VA_ARGS__))
+#define TACO_DISPATCH(ctx, op, ...) ((ctx).device == Device::kCuda ? cuda::op(__VA_ARGS__) : cpu::op(__VA_ARGS__))
 #else
 #define TACO_DISPATCH(ctx, op, ...) cpu::op(__VA_ARGS__)
 #endif
@@ -193,7 +192,8 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
     check_same_shape(cos_table, sin_table, "rotary_embedding");
     TACO_CHECK_EQ(cos_table.shape[1], int64_t(rotary_dim / 2));
     if (runs(ctx, "rotary_embedding"))
-        TACO_DISPATCH(ctx, rotary_embedding, ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim, neox_style);
+        TACO_DISPATCH(ctx, rotary_embedding, ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim,
+                      neox_style);
 }
 
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
@@ -260,7 +260,8 @@ void moe_align(const ExecContext& ctx, const TensorView& ids, int num_experts, c
     TACO_CHECK_EQ(sorted_slots.shape[0], ids.numel());
     TACO_CHECK_EQ(slot_rows.shape[0], ids.numel());
     TACO_CHECK_EQ(expert_offsets.shape[0], int64_t(num_experts) + 1);
-    if (runs(ctx, "moe_align")) TACO_DISPATCH(ctx, moe_align, ctx, ids, num_experts, sorted_slots, slot_rows, expert_offsets);
+    if (runs(ctx, "moe_align"))
+        TACO_DISPATCH(ctx, moe_align, ctx, ids, num_experts, sorted_slots, slot_rows, expert_offsets);
 }
 
 void moe_gather(const ExecContext& ctx, const TensorView& x, const TensorView& sorted_slots,

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "kernels/ops.h"
 #include "model/decoder.h"
+#include "model/weight_placer.h"
 
 namespace taco {
 
@@ -20,6 +21,13 @@ void Decoder::prepare(const DecoderRunOptions& options) {
             ModelConfig local = config_;
             local.rope = *config_.rope_local;
             rotary_local_ = std::make_unique<RotaryTables>(local, positions);
+        }
+        if (device_ != Device::kCpu) {  // the tables go where the weights are
+            auto placer = WeightPlacer::create(device_, weight_dtype_, false, 0);
+            TACO_CHECK_MSG(placer.is_ok(), "placing the rotary tables: {}", placer.status().message());
+            rotary_->place(**placer);
+            if (rotary_local_ != nullptr) rotary_local_->place(**placer);
+            (*placer)->finish();
         }
     }
     run_ = options;
@@ -204,8 +212,14 @@ void Decoder::forward(const ExecContext& ctx, const ForwardBatch& batch, KvCache
     const Pass pass{ctx, batch, kv, ws, run_.activation_dtype};
     TensorView hidden = pass.alloc({batch.num_tokens, c.hidden_size});  // the residual stream
     embed_tokens(pass, hidden);
-    // transformers multiplies by torch.tensor(hidden_size ** 0.5) in the activations' dtype: fp32 here.
-    if (spec_.embedding.scale) ops::scale_inplace(ctx, hidden, float(std::sqrt(double(c.hidden_size))));
+    // transformers multiplies by torch.tensor(hidden_size ** 0.5) in the activations' dtype: the factor is rounded to
+    // it (bf16 / f16 on CUDA) before the product.
+    if (spec_.embedding.scale) {
+        float scale = float(std::sqrt(double(c.hidden_size)));
+        if (pass.act == DType::kBF16) scale = bf16_to_f32(f32_to_bf16(scale));
+        if (pass.act == DType::kF16) scale = f16_to_f32(f32_to_f16(scale));
+        ops::scale_inplace(ctx, hidden, scale);
+    }
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, hidden);
     head(pass, hidden, logits);
 }

@@ -3,6 +3,7 @@
 // to fp32 in registers; small vectors (norms, biases) are copied to fp32 at load.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,10 +46,14 @@ struct LoadOptions {
 // else is an error naming the value.
 Result<std::optional<DType>> resolve_dtype(const std::string& name);
 
+class DummyWeights;
+class WeightBinder;
+
 class Decoder {
 public:
     // Loads config.json, generation_config.json and the safetensors of a model folder. Every tensor the
     // architecture needs must be present with the right shape, and every tensor present must be used.
+    ~Decoder();
     static Result<std::unique_ptr<Decoder>> load(const std::string& dir);
     static Result<std::unique_ptr<Decoder>> load(const std::string& dir, ModelConfig config);
     // As above, placed and converted as `options` say (weights on the device: streamed through pinned buffers).
@@ -78,7 +83,10 @@ public:
 
 private:
     Decoder() = default;
-    Status bind_weights();
+    Status bind_weights(WeightBinder& binder);
+    // Moves (and converts) every weight to options.device / the served dtype (decoder_place.cc); `stored`: the
+    // checkpoint's dtype, which "auto" serves.
+    Status place_weights(const LoadOptions& options, DType stored);
     // One forward pass: its context, batch, cache and workspace.
     struct Pass {
         const ExecContext& ctx;
@@ -108,7 +116,9 @@ private:
     ArchSpec spec_;
     Device device_ = Device::kCpu;
     DType weight_dtype_ = DType::kF32;
-    std::unique_ptr<Checkpoint> checkpoint_;  // owns the mappings the views point into
+    std::unique_ptr<Checkpoint> checkpoint_;  // owns the mappings the views point into (when not placed)
+    std::unique_ptr<DummyWeights> dummy_;     // load-format dummy: the host weights bound (until placed)
+    std::deque<Tensor> placed_;               // the weights place_weights() made (device or converted copies)
     TensorView embed_;                        // [vocab, hidden]
     TensorView lm_head_;                      // [vocab, hidden]
     Tensor final_norm_;                       // [hidden] f32

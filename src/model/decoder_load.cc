@@ -11,6 +11,8 @@
 
 namespace taco {
 
+Decoder::~Decoder() = default;
+
 Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir) {
     TACO_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load_dir(dir));
     return load(dir, std::move(config));
@@ -22,14 +24,44 @@ Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, ModelConf
     TACO_ASSIGN_OR_RETURN(decoder->spec_, arch_spec_for(decoder->config_));
     TACO_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open_dir(dir));
     decoder->checkpoint_ = std::make_unique<Checkpoint>(std::move(checkpoint));
-    TACO_RETURN_IF_ERROR(decoder->bind_weights());
+    WeightBinder binder(*decoder->checkpoint_, decoder->spec_);
+    TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
+    decoder->weight_dtype_ = decoder->config_.dtype.value_or(decoder->embed_.dtype);
     return decoder;
 }
 
-Status Decoder::bind_weights() {
+Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const LoadOptions& options) {
+    TACO_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load_dir(dir));
+    if (!options.dummy && options.device == Device::kCpu && !options.dtype) return load(dir, std::move(config));
+    std::unique_ptr<Decoder> decoder(new Decoder());
+    decoder->config_ = std::move(config);
+    TACO_ASSIGN_OR_RETURN(decoder->spec_, arch_spec_for(decoder->config_));
+    DType stored = DType::kBF16;
+    if (options.dummy) {
+        // The weights a checkpoint of this config would hold: its saved dtype (bf16 when it names none).
+        stored = decoder->config_.dtype.value_or(DType::kBF16);
+        if (!dtype_is_float(stored)) stored = DType::kBF16;
+        decoder->dummy_ = std::make_unique<DummyWeights>(stored, options.dummy_seed);
+        WeightBinder binder(*decoder->dummy_, decoder->spec_);
+        TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
+        TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));
+        if (options.device != Device::kCpu) decoder->dummy_->release();
+    } else {
+        TACO_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open_dir(dir));
+        decoder->checkpoint_ = std::make_unique<Checkpoint>(std::move(checkpoint));
+        WeightBinder binder(*decoder->checkpoint_, decoder->spec_);
+        TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
+        stored = decoder->config_.dtype.value_or(decoder->embed_.dtype);
+        TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));
+        // On a device every weight the forward pass reads is a copy: the mapping can go.
+        if (options.device != Device::kCpu) decoder->checkpoint_.reset();
+    }
+    return decoder;
+}
+
+Status Decoder::bind_weights(WeightBinder& binder) {
     const ModelConfig& c = config_;
     const WeightNames& n = spec_.names;
-    WeightBinder binder(*checkpoint_, spec_);
     const int64_t q_size = c.num_attention_heads * c.head_dim;
     const int64_t kv_size = c.num_key_value_heads * c.head_dim;
     const int64_t embed_dim = spec_.embedding.dim > 0 ? spec_.embedding.dim : c.hidden_size;
@@ -38,7 +70,7 @@ Status Decoder::bind_weights() {
         TACO_RETURN_IF_ERROR(binder.norm(n.final_norm, c.hidden_size, final_norm_, &final_norm_bias_));
     }
     // Tied heads: transformers drops lm_head.weight when saving, but some checkpoints keep a copy.
-    if (spec_.head.tied_embeddings && !checkpoint_->contains(n.lm_head)) {
+    if (spec_.head.tied_embeddings && (binder.is_dummy() || !binder.contains(n.lm_head))) {
         lm_head_ = embed_;
     } else {
         TACO_ASSIGN_OR_RETURN(lm_head_, binder.matrix(n.lm_head, c.vocab_size, embed_dim));

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "model/moe_routing.h"
+#include "model/weight_placer.h"
 
 namespace taco {
 namespace {
@@ -117,6 +118,32 @@ Result<MoeBlock> MoeBlock::bind(const MoeSpec& spec, int64_t layer, int64_t hidd
                               source.matrix(prefix + "." + n.shared_expert_gate + ".weight", 1, hidden_size));
     }
     return block;
+}
+
+size_t MoeBlock::matrix_elements() const {
+    size_t n = size_t(router_.numel() + 2 * gate_.numel() + down_.numel());
+    if (has_shared_)
+        n += size_t(shared_.gate.numel() + shared_.up.numel() + shared_.down.numel() + shared_gate_.numel());
+    return n;
+}
+
+void MoeBlock::place(WeightPlacer& placer) {
+    const int64_t experts = gate_.shape[0], inter = gate_.shape[1], hidden = gate_.shape[2];
+    // gate_ and up_ are the two row halves of one [E, 2 * inter, hidden] stack (bind): place the stack.
+    const TensorView gate_up = placer.matrix(TensorView(gate_.data, gate_.dtype, {experts, 2 * inter, hidden}));
+    gate_ = expert_rows(gate_up, 0, inter);
+    up_ = expert_rows(gate_up, inter, inter);
+    down_ = placer.matrix(down_);
+    router_ = placer.matrix(router_);
+    if (has_shared_) {
+        shared_.gate = placer.matrix(shared_.gate);
+        shared_.up = placer.matrix(shared_.up);
+        shared_.down = placer.matrix(shared_.down);
+        shared_gate_ = placer.matrix(shared_gate_);
+    }
+    // The host stacks made at bind time are read only by the copies above.
+    if (gate_up_storage_.defined() && gate_up_storage_.view().data != gate_up.data) gate_up_storage_ = Tensor();
+    if (down_storage_.defined() && down_storage_.view().data != down_.data) down_storage_ = Tensor();
 }
 
 void MoeBlock::forward(const ExecContext& ctx, Workspace& ws, const TensorView& x, const TensorView& slot_mapping,

@@ -21,6 +21,8 @@
 
 namespace taco {
 
+class WeightPlacer;
+
 // How a MoeBlock reads checkpoint tensors; the decoder's WeightBinder provides these, so every tensor handed out
 // counts as used.
 struct MoeWeightSource {
@@ -36,6 +38,11 @@ public:
     // Binds layer `layer`'s router, experts and shared expert as `spec` names them.
     static Result<MoeBlock> bind(const MoeSpec& spec, int64_t layer, int64_t hidden_size, ops::Activation activation,
                                  const MoeWeightSource& source);
+
+    // Elements of every matrix (router, experts, shared expert): what place() moves.
+    size_t matrix_elements() const;
+    // Moves the matrices where `placer` serves weights (model/weight_placer.h), keeping the stacked layout.
+    void place(WeightPlacer& placer);
 
     // x, out: [T, hidden] act; slot_mapping: [T] i64 (padding rows are < 0) or undefined. Temporaries from `ws`.
     void forward(const ExecContext& ctx, Workspace& ws, const TensorView& x, const TensorView& slot_mapping,

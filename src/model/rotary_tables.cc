@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "model/weight_placer.h"
+
 namespace taco {
 namespace {
 
@@ -170,6 +172,11 @@ RotaryLayout RotaryTables::layout() const {
         out.long_table_offset = int32_t(num_positions_);
     }
     return out;
+}
+
+void RotaryTables::place(WeightPlacer& placer) {
+    cos_ = placer.vector(std::move(cos_));
+    sin_ = placer.vector(std::move(sin_));
 }
 
 }  // namespace taco

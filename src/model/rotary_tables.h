@@ -16,6 +16,8 @@
 
 namespace taco {
 
+class WeightPlacer;
+
 struct RotaryFrequencies {
     std::vector<float> inv_freq;       // [rotary_dim / 2]
     std::vector<float> inv_freq_long;  // dynamic only: used from position `long_from` on
@@ -41,6 +43,8 @@ public:
     int rotary_dim() const { return rotary_dim_; }
     const RotaryFrequencies& frequencies() const { return frequencies_; }
     RotaryLayout layout() const;
+    // Moves the tables where `placer` serves weights (a CUDA decoder's prepare()).
+    void place(WeightPlacer& placer);
     TensorView cos_table() const { return cos_.view(); }  // [rows, rotary_dim / 2] f32
     TensorView sin_table() const { return sin_.view(); }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/thread_pool.h"
 #include "model/weight_layout.h"
 
 namespace taco {
@@ -13,23 +14,22 @@ std::string layer_name(const std::string& pattern, int64_t layer) {
 }
 
 Result<TensorView> WeightBinder::matrix(const std::string& name, int64_t rows, int64_t cols) {
-    TACO_ASSIGN_OR_RETURN(TensorView t, fetch(name));
+    TACO_ASSIGN_OR_RETURN(TensorView t, fetch(name, {rows, cols}));
     if (t.ndim != 2 || t.shape[0] != rows || t.shape[1] != cols)
-        return error("{}: tensor '{}' has shape {}, expected [{}, {}]", checkpoint_.dir(), name, t.shape_string(), rows,
+        return error("{}: tensor '{}' has shape {}, expected [{}, {}]", source_name(), name, t.shape_string(), rows,
                      cols);
     if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16)
-        return error("{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", checkpoint_.dir(), name,
+        return error("{}: tensor '{}' has dtype {}; weights must be F32, F16 or BF16", source_name(), name,
                      dtype_name(t.dtype));
     return t;
 }
 
 Result<Tensor> WeightBinder::vector(const std::string& name, int64_t size) {
-    TACO_ASSIGN_OR_RETURN(TensorView t, fetch(name));
+    TACO_ASSIGN_OR_RETURN(TensorView t, fetch(name, {size}));
     if (t.ndim != 1 || t.shape[0] != size)
-        return error("{}: tensor '{}' has shape {}, expected [{}]", checkpoint_.dir(), name, t.shape_string(), size);
+        return error("{}: tensor '{}' has shape {}, expected [{}]", source_name(), name, t.shape_string(), size);
     if (!dtype_is_float(t.dtype))
-        return error("{}: tensor '{}' has dtype {}, expected a float type", checkpoint_.dir(), name,
-                     dtype_name(t.dtype));
+        return error("{}: tensor '{}' has dtype {}, expected a float type", source_name(), name, dtype_name(t.dtype));
     Tensor out = Tensor::empty({size}, DType::kF32);
     for (int64_t i = 0; i < size; ++i) out.as<float>()[i] = load_as_f32(t.data, t.dtype, size_t(i));
     return out;
@@ -40,7 +40,7 @@ Status WeightBinder::norm(const std::string& weight_name, int64_t size, Tensor& 
     for (int64_t i = 0; i < size; ++i) weight.as<float>()[i] += spec_.norm.weight_offset;
     if (bias != nullptr && spec_.norm.bias) {
         if (!weight_name.ends_with(".weight"))
-            return error("{}: norm '{}' must be named *.weight", checkpoint_.dir(), weight_name);
+            return error("{}: norm '{}' must be named *.weight", source_name(), weight_name);
         std::string bias_name = weight_name.substr(0, weight_name.size() - 7) + ".bias";
         TACO_ASSIGN_OR_RETURN(*bias, vector(bias_name, size));
     }
@@ -89,8 +89,7 @@ Result<LinearWeights> WeightBinder::linear(const std::string& prefix, int64_t ou
 Status WeightBinder::regrouped_qkv(const std::string& prefix, int64_t heads, int64_t kv_heads, int64_t head_dim,
                                    int64_t in_features, bool bias, DecoderLayerWeights& w) {
     auto layout = qkv_rows(spec_.attention.qkv_layout, heads, kv_heads, head_dim);
-    if (!layout.is_ok())
-        return error("{}: tensor '{}.weight': {}", checkpoint_.dir(), prefix, layout.status().message());
+    if (!layout.is_ok()) return error("{}: tensor '{}.weight': {}", source_name(), prefix, layout.status().message());
     const QkvRows& rows = *layout;
     TACO_ASSIGN_OR_RETURN(LinearWeights fused, linear(prefix, (heads + 2 * kv_heads) * head_dim, in_features, bias));
     for (auto [part, part_rows] : {std::pair{&w.q, &rows.q}, std::pair{&w.k, &rows.k}, std::pair{&w.v, &rows.v}}) {
@@ -103,7 +102,7 @@ Status WeightBinder::regrouped_qkv(const std::string& prefix, int64_t heads, int
 
 MoeWeightSource WeightBinder::moe_source() {
     MoeWeightSource source;
-    source.contains = [this](const std::string& name) { return checkpoint_.contains(name); };
+    source.contains = [this](const std::string& name) { return contains(name); };
     source.matrix = [this](const std::string& name, int64_t rows, int64_t cols) { return matrix(name, rows, cols); };
     source.tensor = [this](const std::string& name) { return fetch(name); };
     return source;
@@ -111,7 +110,8 @@ MoeWeightSource WeightBinder::moe_source() {
 
 Status WeightBinder::check_all_used() const {
     std::vector<std::string> unused;
-    for (const std::string& name : checkpoint_.tensor_names()) {
+    if (checkpoint_ == nullptr) return Status::ok();
+    for (const std::string& name : checkpoint_->tensor_names()) {
         if (used_.count(name)) continue;
         bool ignored = false;
         for (const auto& suffix : spec_.ignored_tensor_suffixes) ignored |= name.ends_with(suffix);
@@ -121,18 +121,49 @@ Status WeightBinder::check_all_used() const {
     std::string list;
     for (size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? ", '" : "'") + unused[i] + "'";
     if (unused.size() > 5) list += fmt::format(" and {} more", unused.size() - 5);
-    return error("{}: {} tensor(s) in the checkpoint are not used by {}: {}", checkpoint_.dir(), unused.size(),
-                 spec_.name, list);
+    return error("{}: {} tensor(s) in the checkpoint are not used by {}: {}", source_name(), unused.size(), spec_.name,
+                 list);
 }
 
-Result<TensorView> WeightBinder::fetch(const std::string& name) {
+const std::string& WeightBinder::source_name() const {
+    static const std::string dummy = "dummy weights";
+    return checkpoint_ != nullptr ? checkpoint_->dir() : dummy;
+}
+
+Result<TensorView> WeightBinder::fetch(const std::string& name, std::initializer_list<int64_t> dims) {
+    if (checkpoint_ == nullptr) {
+        if (dims.size() == 0) return error("dummy weights: no shape is known for tensor '{}'", name);
+        if (!used_.insert(name).second) return error("dummy weights: tensor '{}' asked for twice", name);
+        return dummy_->make(std::span<const int64_t>(dims.begin(), dims.size()));
+    }
     const std::string prefix = spec_.base_model_prefix + ".";
-    if (!spec_.base_model_prefix.empty() && !checkpoint_.contains(name) && name.rfind(prefix, 0) == 0 &&
-        checkpoint_.contains(name.substr(prefix.size())))
-        return fetch(name.substr(prefix.size()));
-    TACO_ASSIGN_OR_RETURN(TensorView t, checkpoint_.tensor(name));
+    if (!spec_.base_model_prefix.empty() && !checkpoint_->contains(name) && name.rfind(prefix, 0) == 0 &&
+        checkpoint_->contains(name.substr(prefix.size())))
+        return fetch(name.substr(prefix.size()), dims);
+    TACO_ASSIGN_OR_RETURN(TensorView t, checkpoint_->tensor(name));
     used_.insert(name);
     return t;
+}
+
+TensorView DummyWeights::make(std::span<const int64_t> dims) {
+    Tensor t = Tensor::empty(dims, dtype_, MemoryKind::kHost);
+    const int64_t n = t.numel();
+    const uint64_t stream = seed_ * 0x9E3779B97F4A7C15ull + tensors_.size() + 1;
+    void* data = t.view().data;
+    const DType dtype = dtype_;
+    // A counter-based hash per element: the same weights for the same seed whatever the thread split.
+    ThreadPool::global().parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            uint64_t z = stream + uint64_t(i) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            z ^= z >> 31;
+            const float u = float(z >> 40) * (1.0f / float(1 << 24));  // [0, 1)
+            store_from_f32(data, dtype, size_t(i), (2.0f * u - 1.0f) * 1e-3f);
+        }
+    });
+    tensors_.push_back(std::move(t));
+    return tensors_.back().view();
 }
 
 // q_norm / k_norm over head_dim: one shared vector, or one per head stacked into [heads, head_dim].

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,10 +22,31 @@ namespace taco {
 // `pattern` with its "{}" replaced by the layer index.
 std::string layer_name(const std::string& pattern, int64_t layer);
 
+// --load-format dummy: the tensors a binder hands out when there is no checkpoint, made on request with the shape
+// asked for, uniform in [-1e-3, 1e-3] as vLLM's dummy loader; owned here until the decoder has placed them.
+class DummyWeights {
+public:
+    DummyWeights(DType dtype, uint64_t seed) : dtype_(dtype), seed_(seed) {}
+    TensorView make(std::span<const int64_t> dims);
+    void release() { tensors_.clear(); }
+
+private:
+    DType dtype_;
+    uint64_t seed_;
+    std::vector<Tensor> tensors_;
+};
+
 // A tensor nobody asked for (a wrong name map) is an error rather than silently ignored weights (check_all_used).
 class WeightBinder {
 public:
-    WeightBinder(const Checkpoint& checkpoint, const ArchSpec& spec) : checkpoint_(checkpoint), spec_(spec) {}
+    WeightBinder(const Checkpoint& checkpoint, const ArchSpec& spec) : checkpoint_(&checkpoint), spec_(spec) {}
+    // No checkpoint: every tensor is made by `dummy` with the shape asked for (load-format dummy).
+    WeightBinder(DummyWeights& dummy, const ArchSpec& spec) : dummy_(&dummy), spec_(spec) {}
+
+    // Whether the checkpoint holds `name`. Without a checkpoint every name is there, so the first layout a caller
+    // probes (per-expert MoE tensors, the first router name) is the one made.
+    bool contains(const std::string& name) const { return checkpoint_ == nullptr || checkpoint_->contains(name); }
+    bool is_dummy() const { return checkpoint_ == nullptr; }
 
     // A [rows, cols] F32, F16 or BF16 matrix as stored: a view, no copy.
     Result<TensorView> matrix(const std::string& name, int64_t rows, int64_t cols);
@@ -54,9 +77,13 @@ public:
 
 private:
     // A name not found is looked up again without spec.base_model_prefix (checkpoints saved from the bare model).
-    Result<TensorView> fetch(const std::string& name);
+    // `dims`: the shape the caller expects (what a dummy tensor gets); empty where the caller checks the shape
+    // itself (stacked experts), which a dummy binder never reaches (contains() steers it to the per-expert names).
+    Result<TensorView> fetch(const std::string& name, std::initializer_list<int64_t> dims = {});
+    const std::string& source_name() const;
 
-    const Checkpoint& checkpoint_;
+    const Checkpoint* checkpoint_ = nullptr;
+    DummyWeights* dummy_ = nullptr;
     const ArchSpec& spec_;
     std::set<std::string> used_;
 };

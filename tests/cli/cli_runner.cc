@@ -32,7 +32,9 @@ CommandResult run_taco(const std::string& args, const std::string& stdin_text,
     const std::string base =
         ::testing::TempDir() + "/taco_cli_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
     std::ofstream(base + ".in", std::ios::binary) << stdin_text;
-    std::string env_prefix;
+    // The CLI tests hold the CPU backend to the goldens: the binary sees no GPU (--device auto is the CPU there,
+    // --device cuda an error) unless a test sets CUDA_VISIBLE_DEVICES itself.
+    std::string env_prefix = "CUDA_VISIBLE_DEVICES='' ";
     for (const auto& [name, value] : env) env_prefix += name + "='" + value + "' ";
     const std::string command = env_prefix + std::string(TACO_BINARY_DIR) + "/taco_llm " + args + " <" + base +
                                 ".in >" + base + ".out 2>" + base + ".err";

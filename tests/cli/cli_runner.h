@@ -14,7 +14,7 @@ struct CommandResult {
 };
 
 // `args` is appended to the binary path as is (shell syntax); `stdin_text` is fed on standard input; `env` adds
-// environment variables for this run only.
+// environment variables for this run only. The binary sees no GPU (CUDA_VISIBLE_DEVICES empty) unless `env` says.
 CommandResult run_taco(const std::string& args, const std::string& stdin_text = "",
                        const std::vector<std::pair<std::string, std::string>>& env = {});
 

@@ -186,6 +186,7 @@ TEST(Engine, ChunkedPrefillAndBlockSizeDoNotChangeTokens) {
     for (int i = 0; i < 70; ++i) prompt.push_back((i * 37) % 500);
     auto whole = make_engine("llama");
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = testing_util::model_dir("llama");
     config.max_model_len = 128;
     config.max_num_batched_tokens = 7;  // a 70-token prompt takes ten steps

@@ -20,6 +20,7 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int64_t num_device
                                     int64_t max_num_batched_tokens, int64_t max_num_seqs, bool prefix_caching,
                                     int64_t max_model_len) {
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = model_dir(model);
     config.max_model_len = max_model_len;
     config.num_device_blocks = num_device_blocks;

@@ -127,6 +127,83 @@ TEST(KvSizing, TooFewBlocksForOneRequestNameTheFlags) {
     EXPECT_EQ(error_of([](KvSizingConfig& c) { c.num_device_blocks = 7; }), "<ok>");
 }
 
+// An H200-like GPU: 140 GiB, 139 free at start; the process uses 20 GiB without the KV cache.
+GpuMemoryBudget gpu_budget(double utilization = 0.9) {
+    GpuMemoryBudget gpu;
+    gpu.utilization = utilization;
+    gpu.total_bytes = int64_t(140 * kGiB);
+    gpu.free_bytes_at_start = int64_t(139 * kGiB);
+    gpu.used_bytes = int64_t(20 * kGiB);
+    return gpu;
+}
+
+TEST(KvSizing, GpuBlocksAreTheUtilizationOfTheTotalLessWhatTheProcessUses) {
+    KvSizingConfig config = small_config();  // 4 requests x 7 blocks: the GPU rule is not capped by them
+    config.kv_dtype = DType::kBF16;
+    config.gpu = gpu_budget(0.9);
+    auto sizing = size_kv_cache(config);
+    ASSERT_TRUE(sizing.is_ok()) << sizing.status().message();
+    const int64_t bytes = kF32BlockBytes / 2;
+    EXPECT_EQ(sizing->bytes_per_block, bytes);
+    EXPECT_EQ(sizing->num_device_blocks, int64_t(std::floor((0.9 * 140 - 20) * kGiB / double(bytes))));
+    config.gpu->utilization = 0.5;
+    EXPECT_EQ(size_kv_cache(config)->num_device_blocks, int64_t(std::floor((0.5 * 140 - 20) * kGiB / double(bytes))));
+}
+
+TEST(KvSizing, KvCacheGbAndExplicitBlocksWinOverTheGpuRule) {
+    KvSizingConfig config = small_config();
+    config.max_num_seqs = 1 << 20;
+    config.gpu = gpu_budget();
+    config.kv_cache_gb = 0.001;
+    EXPECT_EQ(size_kv_cache(config)->num_device_blocks, int64_t(std::floor(0.001 * kGiB / double(kF32BlockBytes))));
+    config.num_device_blocks = 9;
+    EXPECT_EQ(size_kv_cache(config)->num_device_blocks, 9);
+}
+
+TEST(KvSizing, GpuRuleTooSmallForOneRequestNamesTheNumbersAndTheFlags) {
+    KvSizingConfig config = small_config();  // one request of 100 tokens: 7 blocks of 1536 bytes
+    config.gpu = gpu_budget(0.9);
+    config.gpu->used_bytes = int64_t(0.9 * 140 * kGiB) - 6 * kF32BlockBytes;  // room for 6 blocks
+    const auto sizing = size_kv_cache(config);
+    ASSERT_FALSE(sizing.is_ok());
+    const std::string& message = sizing.status().message();
+    for (const char* part : {"--gpu-memory-utilization 0.9 lets this process use 126.00 GiB of the GPU's 140.00 GiB",
+                             "leaving 0.00 GiB for the KV cache: 6 blocks of 16 tokens",
+                             "too few for one request of --max-model-len 100 (7 blocks",
+                             "Lower --max-model-len or raise --gpu-memory-utilization"})
+        EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+    config.gpu->used_bytes -= kF32BlockBytes;  // 7 blocks fit
+    EXPECT_EQ(size_kv_cache(config)->num_device_blocks, 7);
+    config.gpu->used_bytes = int64_t(200 * kGiB);  // more than the share: no blocks, same error
+    EXPECT_FALSE(size_kv_cache(config).is_ok());
+}
+
+TEST(KvSizing, GpuRuleNeedsTheRequestedShareFreeAtStart) {
+    KvSizingConfig config = small_config();
+    config.gpu = gpu_budget(0.95);
+    config.gpu->free_bytes_at_start = int64_t(100 * kGiB);  // another process holds 40 GiB
+    const auto sizing = size_kv_cache(config);
+    ASSERT_FALSE(sizing.is_ok());
+    EXPECT_EQ(sizing.status().message(),
+              "only 100.00 GiB of the GPU's 140.00 GiB were free when this process started, less than "
+              "--gpu-memory-utilization 0.95 asks for (133.00 GiB): lower --gpu-memory-utilization or free the GPU "
+              "memory other processes hold");
+    config.gpu->utilization = 0.7;  // 98 GiB: fits
+    EXPECT_TRUE(size_kv_cache(config).is_ok());
+}
+
+TEST(KvSizing, GpuUtilizationOutsideZeroToOneIsAnError) {
+    for (double bad : {0.0, -0.1, 1.01, double(NAN)}) {
+        const std::string message = error_of([&](KvSizingConfig& c) { c.gpu = gpu_budget(bad); });
+        EXPECT_NE(message.find("--gpu-memory-utilization must be in (0, 1]"), std::string::npos) << message;
+    }
+    EXPECT_EQ(error_of([](KvSizingConfig& c) {
+                  c.gpu = gpu_budget(1.0);
+                  c.gpu->free_bytes_at_start = c.gpu->total_bytes;
+              }),
+              "<ok>");
+}
+
 TEST(KvSizing, BadFieldsAreErrorsNamingThem) {
     EXPECT_EQ(error_of([](KvSizingConfig&) {}), "<ok>");
     EXPECT_NE(error_of([](KvSizingConfig& c) { c.num_layers = 0; }).find("num_layers"), std::string::npos);
@@ -137,7 +214,7 @@ TEST(KvSizing, BadFieldsAreErrorsNamingThem) {
               std::string::npos);
     EXPECT_NE(error_of([](KvSizingConfig& c) { c.kv_cache_gb = -1; }).find("--kv-cache-gb"), std::string::npos);
     EXPECT_NE(error_of([](KvSizingConfig& c) { c.kv_cache_gb = NAN; }).find("--kv-cache-gb"), std::string::npos);
-    EXPECT_NE(error_of([](KvSizingConfig& c) { c.host_cache_gb = INFINITY; }).find("--host-cache-gb"),
+    EXPECT_NE(error_of([](KvSizingConfig& c) { c.host_cache_gb = INFINITY; }).find("--swap-space (--host-cache-gb)"),
               std::string::npos);
     EXPECT_NE(error_of([](KvSizingConfig& c) { c.host_cache_gb = 1e300; }).find("--host-cache-gb"), std::string::npos);
     EXPECT_NE(error_of([](KvSizingConfig& c) { c.max_model_len = 0; }).find("--max-model-len"), std::string::npos);

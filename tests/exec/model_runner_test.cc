@@ -15,7 +15,10 @@ std::unique_ptr<ModelRunner> runner(int64_t device_blocks, int64_t host_blocks) 
     options.num_host_blocks = host_blocks;
     options.max_num_batched_tokens = 64;
     options.max_num_seqs = 4;
-    return std::make_unique<ModelRunner>(std::move(decoder).value(), options);
+    options.max_model_len = 64;  // four blocks of 16: what the smallest pool here holds
+    auto made = ModelRunner::create(std::move(decoder).value(), options);
+    EXPECT_TRUE(made.is_ok()) << made.status().message();
+    return std::move(made).value();
 }
 
 // Bytes of one device block (all layers, K and V), for comparison.

@@ -1,6 +1,7 @@
 // The op parity table (parity_harness.h) run on a backend: one test per (op, case group), each case against the
 // scalar reference under the op's one error bound. This file holds the bounds and instantiates the table for the
-// backends this build has (the CPU with f32 activations; a CUDA backend adds its own instantiation).
+// backends this build has (the CPU with f32 activations; with TACO_WITH_CUDA the CUDA backend with f32, bf16 and f16
+// activations, skipped where no GPU is usable).
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -75,6 +76,7 @@ class OpParity : public testing::TestWithParam<ParityParam> {};
 
 TEST_P(OpParity, MatchesTheReference) {
     const ParityBackend backend = GetParam().backend.make();
+    if (!backend.unavailable.empty()) GTEST_SKIP() << backend.name << ": " << backend.unavailable;
     const CaseGroup& group = all_groups()[GetParam().group];
     const double bound = op_bound_epsilons(group.op);
     double worst = 0;
@@ -100,6 +102,12 @@ std::string group_name(const testing::TestParamInfo<ParityParam>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuF32, OpParity, testing::ValuesIn(every_group_on(kCpuF32)), group_name);
+#ifdef TACO_WITH_CUDA
+// Skipped (with the reason) where no GPU is usable.
+INSTANTIATE_TEST_SUITE_P(CudaF32, OpParity, testing::ValuesIn(every_group_on(kCudaF32)), group_name);
+INSTANTIATE_TEST_SUITE_P(CudaBF16, OpParity, testing::ValuesIn(every_group_on(kCudaBF16)), group_name);
+INSTANTIATE_TEST_SUITE_P(CudaF16, OpParity, testing::ValuesIn(every_group_on(kCudaF16)), group_name);
+#endif
 
 TEST(OpParityTable, EveryOpHasABoundAndCasesAndGroupNamesAreUnique) {
     std::set<std::string> ops_with_cases, names;

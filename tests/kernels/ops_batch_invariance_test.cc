@@ -16,6 +16,9 @@ namespace {
 class OpsBatchInvariance : public testing::TestWithParam<BackendMaker> {
 protected:
     OpsBatchInvariance() : backend_(GetParam().make()), run_(backend_, backend_.name + " batch invariance", 0, 1234) {}
+    void SetUp() override {
+        if (!backend_.unavailable.empty()) GTEST_SKIP() << backend_.name << ": " << backend_.unavailable;
+    }
 
     // Whether row `row` of `a` (rows of row_bytes) has the bits of row `other_row` of `b`.
     bool same_row(const TensorView& a, int64_t row, const TensorView& b, int64_t other_row) {
@@ -213,8 +216,33 @@ TEST_P(OpsBatchInvariance, MoeTokenAloneEqualsTheTokenInABatch) {
     for (int64_t h = 0; h < hidden; ++h) EXPECT_EQ(out[size_t(4 * hidden + h)], 0.0) << h;
 }
 
-INSTANTIATE_TEST_SUITE_P(CpuF32, OpsBatchInvariance, testing::Values(kCpuF32),
-                         [](const testing::TestParamInfo<BackendMaker>& info) { return std::string(info.param.name); });
+// The grouped GEMM on its own (the MoE chain above needs matmul for its router): a row's output has the same bits
+// among many rows of its expert (over several row and column tiles) as the only row of that expert.
+TEST_P(OpsBatchInvariance, GroupedMatmulRowAloneEqualsTheRowInItsExpertsBatch) {
+    ParityRun& r = run_;
+    const int64_t experts = 4, n = 90, k = 200, rows = 150;
+    const std::vector<int32_t> offsets = {0, 40, 41, 120, 150};  // 40 rows, 1, 79 and 30
+    TensorView x = r.host_act({rows, k});
+    TensorView w = r.device(r.host_random({experts, n, k}, DType::kBF16, -0.5, 0.5));
+    TensorView y = r.device_output({rows, n}, r.act());
+    ops::grouped_matmul(r.ctx(), r.device(x), w, r.device(r.host_i32({experts + 1}, offsets)), y);
+    for (int64_t i = 0; i < rows; ++i) {
+        const int64_t expert = std::upper_bound(offsets.begin(), offsets.end(), int32_t(i)) - offsets.begin() - 1;
+        std::vector<int32_t> alone(static_cast<size_t>(experts + 1));
+        for (int64_t e = 0; e <= experts; ++e) alone[size_t(e)] = e <= expert ? 0 : 1;  // expert's rows: [0, 1)
+        TensorView y_row = r.device_output({1, n}, r.act());
+        ops::grouped_matmul(r.ctx(), r.device(x.rows(i, i + 1)), w, r.device(r.host_i32({experts + 1}, alone)), y_row);
+        EXPECT_TRUE(same_row(y, i, y_row, 0)) << "row " << i << " of expert " << expert;
+    }
+}
+
+std::string backend_name(const testing::TestParamInfo<BackendMaker>& info) { return info.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(CpuF32, OpsBatchInvariance, testing::Values(kCpuF32), backend_name);
+#ifdef TACO_WITH_CUDA
+// Skipped (with the reason) where no GPU is usable.
+INSTANTIATE_TEST_SUITE_P(Cuda, OpsBatchInvariance, testing::Values(kCudaF32, kCudaBF16, kCudaF16), backend_name);
+#endif
 
 }  // namespace
 }  // namespace taco::parity

@@ -1,10 +1,16 @@
 // Parts of kernels/ops.h's contract beyond the values an op computes: a dry run (workspace sizing) checks every op on
-// views without memory, and operands the contract does not allow are refused rather than misread.
+// views without memory, and operands the contract does not allow are refused rather than misread (with CUDA: what
+// only its kernels ask, and index operands checked on the device).
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/ops.h"
+#ifdef TACO_WITH_CUDA
+#include <memory>
+
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 namespace taco::ops {
 namespace {
@@ -69,6 +75,47 @@ TEST(OpsContractDeathTest, AddInplaceRefusesOperandsOfAnotherShape) {
                              TensorView(y.data(), DType::kF32, {3, 4})),
                  "add_inplace: shapes .2, 6. and .3, 4. differ");
 }
+
+#ifdef TACO_WITH_CUDA
+// The CUDA kernels take one activation dtype per op: a mix is refused before anything is launched (no GPU needed:
+// the operands are device views without memory).
+TEST(OpsContractDeathTest, CudaRefusesAMixOfActivationDtypes) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    ExecContext ctx;
+    ctx.device = Device::kCuda;
+    const auto view = [](DType dtype, std::initializer_list<int64_t> dims) {
+        return TensorView(nullptr, dtype, dims, Device::kCuda);
+    };
+    EXPECT_DEATH(gated_activation(ctx, view(DType::kBF16, {2, 8}), view(DType::kF16, {2, 8}), Activation::kSilu,
+                                  view(DType::kBF16, {2, 8})),
+                 "gated_activation: gate is BF16 and up is F16; the CUDA kernel takes one activation dtype");
+    EXPECT_DEATH(rms_norm(ctx, view(DType::kBF16, {2, 8}), view(DType::kF32, {8}), 1e-6f, 0, view(DType::kF32, {2, 8})),
+                 "rms_norm: x is BF16 and out is F32");
+    // moe_align sorts in one block's shared memory: more experts than it holds are refused by name.
+    EXPECT_DEATH(moe_align(ctx, view(DType::kI32, {4, 2}), 100000, view(DType::kI32, {8}), view(DType::kI32, {8}),
+                           view(DType::kI32, {100001})),
+                 "moe_align: 100000 experts are more than the CUDA kernel's shared memory holds");
+}
+
+// An index operand outside its range is caught inside the kernel: the kernel stops and the stream's next
+// synchronisation aborts, instead of reading past the table.
+TEST(OpsContractDeathTest, CudaIndexOutOfRangeStopsTheStream) {
+    if (const Status status = cuda::init_backend(0); !status.is_ok()) GTEST_SKIP() << status.message();
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    const auto out_of_vocabulary = [] {
+        std::unique_ptr<cuda::DeviceStream> stream = cuda::DeviceStream::create().value();
+        const ExecContext ctx = stream->context(nullptr);
+        Tensor ids = Tensor::empty({2}, DType::kI32, Device::kCuda),
+               table = Tensor::empty({5, 8}, DType::kF32, Device::kCuda);
+        Tensor out = Tensor::empty({2, 8}, DType::kF32, Device::kCuda);
+        const std::vector<int32_t> host_ids = {1, 9};
+        copy(ctx, TensorView(const_cast<int32_t*>(host_ids.data()), DType::kI32, {2}), ids);
+        embedding(ctx, ids, table, out);
+        stream->synchronize();
+    };
+    EXPECT_DEATH(out_of_vocabulary(), "cudaStreamSynchronize");
+}
+#endif
 
 }  // namespace
 }  // namespace taco::ops

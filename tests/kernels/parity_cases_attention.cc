@@ -71,8 +71,10 @@ CaseGroup rotary_group(const std::string& name, bool neox_style) {
     return group;
 }
 
-CaseGroup write_kv_cache_group() {
-    CaseGroup group{"write_kv_cache", "slots", {}};
+// f32_cache: an f32 cache whatever the activation dtype (exact from any of them); otherwise the cache has the
+// activation dtype.
+CaseGroup write_kv_cache_group(bool f32_cache) {
+    CaseGroup group{"write_kv_cache", f32_cache ? "f32_cache" : "slots", {}};
     for (auto [tokens, block_size, kv_heads, head_dim] :
          {std::array<int64_t, 4>{1, 16, 1, 64}, {9, 8, 2, 80}, {20, 16, 8, 128}, {6, 1, 2, 96}}) {
         group.cases.push_back(
@@ -84,8 +86,9 @@ CaseGroup write_kv_cache_group() {
                  slots.resize(size_t(tokens));
                  if (tokens > 2) slots[1] = -1, slots[size_t(tokens - 1)] = -1;  // padding tokens
                  TensorView k = r.host_act({tokens, kv_heads, head_dim}), v = r.host_act({tokens, kv_heads, head_dim});
-                 TensorView k_cache = r.host_act({num_blocks, block_size, kv_heads, head_dim});
-                 TensorView v_cache = r.host_act({num_blocks, block_size, kv_heads, head_dim});
+                 const DType cache_dtype = f32_cache ? DType::kF32 : r.act();
+                 TensorView k_cache = r.host_random({num_blocks, block_size, kv_heads, head_dim}, cache_dtype, -1, 1);
+                 TensorView v_cache = r.host_random({num_blocks, block_size, kv_heads, head_dim}, cache_dtype, -1, 1);
                  TensorView slot_mapping = r.host_i64({tokens}, slots);
                  TensorView device_k_cache = r.device(k_cache), device_v_cache = r.device(v_cache);
                  ops::write_kv_cache(r.ctx(), r.device(k), r.device(v), r.device(slot_mapping), device_k_cache,
@@ -230,7 +233,7 @@ std::vector<CaseGroup> paged_attention_groups() {
 
 std::vector<CaseGroup> attention_case_groups() {
     std::vector<CaseGroup> groups = {rotary_group("neox", true), rotary_group("interleaved", false),
-                                     write_kv_cache_group()};
+                                     write_kv_cache_group(false), write_kv_cache_group(true)};
     for (CaseGroup& g : paged_attention_groups()) groups.push_back(std::move(g));
     return groups;
 }

@@ -58,7 +58,10 @@ CaseGroup embedding_group(DType table_dtype) {
     CaseGroup group{"embedding", lower_dtype_name(table_dtype) + "_table", {}};
     for (auto [tokens, vocab, hidden] : {std::array<int64_t, 3>{1, 5, 8}, {7, 50, 33}, {20, 300, 64}}) {
         group.cases.push_back({fmt::format("t{}_v{}_h{}", tokens, vocab, hidden), [=](ParityRun& r) {
-                                   TensorView table = r.host_random({vocab, hidden}, table_dtype, -2, 2);
+                                   // FP8 values are exact in every activation dtype.
+                                   TensorView table = dtype_size_bytes(table_dtype) == 1
+                                                          ? r.host_random_fp8({vocab, hidden}, table_dtype)
+                                                          : r.host_random({vocab, hidden}, table_dtype, -2, 2);
                                    TensorView ids = r.host_i32({tokens}, random_ids(r, tokens, vocab));
                                    TensorView out = r.device_output({tokens, hidden}, r.act());
                                    ops::embedding(r.ctx(), r.device(ids), r.device(table), out);
@@ -231,7 +234,8 @@ CaseGroup activation_inplace_group() {
 std::vector<CaseGroup> dense_case_groups() {
     std::vector<CaseGroup> groups;
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(matmul_group(d));
-    for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) groups.push_back(embedding_group(d));
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3, DType::kF8E5M2})
+        groups.push_back(embedding_group(d));
     groups.push_back(gather_rows_group());
     groups.push_back(copy_group());
     groups.push_back(rms_norm_group());

@@ -95,7 +95,9 @@ struct AlignCase {
     int64_t tokens;
     int top_k, experts, padding_percent;
 };
-constexpr AlignCase kAlignCases[] = {{1, 1, 1, 0}, {9, 2, 8, 0}, {50, 4, 60, 10}, {6, 2, 4, 100}, {5, 2, 3, 30}};
+// The last two: more slots than a block of threads (a CUDA kernel's chunks), more experts than a warp has lanes.
+constexpr AlignCase kAlignCases[] = {{1, 1, 1, 0},  {9, 2, 8, 0},     {50, 4, 60, 10}, {6, 2, 4, 100},
+                                     {5, 2, 3, 30}, {700, 4, 60, 10}, {300, 8, 300, 5}};
 
 CaseGroup align_group() {
     CaseGroup group{"moe_align", "ids", {}};
@@ -156,7 +158,10 @@ CaseGroup grouped_matmul_group(DType w_dtype) {
                     {4, 7, 15, 9, 3, false},
                     {8, 16, 64, 20, 0, true},
                     {3, 33, 100, 5, 7, true},
-                    {6, 5, 257, 12, 2, false}}) {
+                    {6, 5, 257, 12, 2, false},
+                    // Several row and column tiles per expert, and more padding rows than one tile.
+                    {3, 130, 300, 200, 5, true},
+                    {2, 70, 40, 150, 70, false}}) {
         group.cases.push_back({fmt::format("e{}_n{}_k{}_rows{}_pad{}{}", s.experts, s.n, s.k, s.ran, s.padding_rows,
                                            s.fused ? "_fused_gate_up" : ""),
                                [=](ParityRun& r) {

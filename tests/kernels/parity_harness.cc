@@ -14,6 +14,9 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/ops.h"
+#ifdef TACO_WITH_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 namespace taco::parity {
 namespace {
@@ -32,7 +35,47 @@ std::span<const int64_t> dims_of(const TensorView& t) { return {t.shape.data(), 
 
 }  // namespace
 
-ParityBackend cpu_f32_backend() { return ParityBackend{"cpu_f32", ExecContext::cpu(), DType::kF32, {}}; }
+ParityBackend cpu_f32_backend() { return ParityBackend{"cpu_f32", ExecContext::cpu(), DType::kF32, {}, {}, {}}; }
+
+#ifdef TACO_WITH_CUDA
+namespace {
+
+// What a CUDA backend's context points into.
+struct CudaResources {
+    std::unique_ptr<cuda::DeviceStream> stream;
+    Workspace scratch{MemoryKind::kDevice};
+};
+
+constexpr size_t kCudaScratchBytes = size_t(64) << 20;  // op temporaries of one case (reset per case)
+
+ParityBackend cuda_backend(const char* name, DType act_dtype) {
+    ParityBackend backend;
+    backend.name = name;
+    backend.act_dtype = act_dtype;
+    backend.ctx.device = Device::kCuda;
+    const Status status = cuda::init_backend(0);
+    if (!status.is_ok()) {
+        backend.unavailable = status.message();
+        return backend;
+    }
+    auto resources = std::make_shared<CudaResources>();
+    Result<std::unique_ptr<cuda::DeviceStream>> stream = cuda::DeviceStream::create();
+    TACO_CHECK_MSG(stream.is_ok(), "{}: {}", name, stream.status().message());
+    resources->stream = std::move(stream).value();
+    resources->scratch.reserve(kCudaScratchBytes);
+    backend.ctx = resources->stream->context(&resources->scratch);
+    const cuda::DeviceStream* device_stream = resources->stream.get();
+    backend.synchronize = [device_stream] { device_stream->synchronize(); };
+    backend.resources = std::move(resources);
+    return backend;
+}
+
+}  // namespace
+
+ParityBackend cuda_f32_backend() { return cuda_backend("cuda_f32", DType::kF32); }
+ParityBackend cuda_bf16_backend() { return cuda_backend("cuda_bf16", DType::kBF16); }
+ParityBackend cuda_f16_backend() { return cuda_backend("cuda_f16", DType::kF16); }
+#endif
 
 std::string lower_dtype_name(DType dtype) {
     std::string name(dtype_name(dtype));
@@ -75,7 +118,9 @@ double scaled_error_epsilons(const ref::Values& got, const ref::Values& want, in
 }
 
 ParityRun::ParityRun(const ParityBackend& backend, std::string label, double bound_epsilons, uint32_t seed)
-    : backend_(backend), label_(std::move(label)), bound_(bound_epsilons), rng_(seed) {}
+    : backend_(backend), label_(std::move(label)), bound_(bound_epsilons), rng_(seed) {
+    if (backend_.ctx.scratch != nullptr) backend_.ctx.scratch->reset();  // each case carves its temporaries anew
+}
 
 double ParityRun::uniform(double lo, double hi) {
     // 32 random bits in [0, 1): the same numbers from any standard library.
@@ -99,6 +144,19 @@ TensorView ParityRun::host_values(std::initializer_list<int64_t> dims, DType dty
 TensorView ParityRun::host_random(std::initializer_list<int64_t> dims, DType dtype, double lo, double hi) {
     TensorView t = keep(Tensor::empty(dims, dtype));
     for (int64_t i = 0; i < t.numel(); ++i) store(t, i, uniform(lo, hi));
+    return t;
+}
+
+TensorView ParityRun::host_random_fp8(std::initializer_list<int64_t> dims, DType dtype) {
+    TACO_CHECK(dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2);
+    TensorView t = keep(Tensor::empty(dims, dtype));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+        uint8_t bits = 0;
+        do {
+            bits = uint8_t(rng_() >> 24);
+        } while (!std::isfinite(load_as_f32(&bits, dtype, 0)));  // E4M3: S.1111.111 is NaN; E5M2: exponent 31
+        t.as<uint8_t>()[i] = bits;
+    }
     return t;
 }
 

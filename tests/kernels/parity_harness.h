@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -32,6 +33,8 @@ struct ParityBackend {
     ExecContext ctx;
     DType act_dtype = DType::kF32;
     std::function<void()> synchronize;  // waits for ctx.stream's work (CUDA); empty: nothing to wait for
+    std::shared_ptr<void> resources;    // what ctx points into (a CUDA stream, its scratch), alive with the backend
+    std::string unavailable;            // not empty: the backend cannot run here (no GPU), the test skips saying why
 };
 
 // The CPU backend with f32 activations.
@@ -44,6 +47,16 @@ struct BackendMaker {
 };
 inline void PrintTo(const BackendMaker& b, std::ostream* os) { *os << b.name; }
 constexpr BackendMaker kCpuF32{"cpu_f32", cpu_f32_backend};
+
+#ifdef TACO_WITH_CUDA
+// The CUDA backend with f32, bf16 or f16 activations on device 0: its own stream and a device scratch workspace.
+ParityBackend cuda_f32_backend();
+ParityBackend cuda_bf16_backend();
+ParityBackend cuda_f16_backend();
+constexpr BackendMaker kCudaF32{"cuda_f32", cuda_f32_backend};
+constexpr BackendMaker kCudaBF16{"cuda_bf16", cuda_bf16_backend};
+constexpr BackendMaker kCudaF16{"cuda_f16", cuda_f16_backend};
+#endif
 
 // "f32", "bf16", ...: for case names.
 std::string lower_dtype_name(DType dtype);
@@ -75,6 +88,8 @@ public:
     TensorView host_act(std::initializer_list<int64_t> dims, double lo = -1, double hi = 1) {
         return host_random(dims, act(), lo, hi);
     }
+    // FP8 (f8e4m3, f8e5m2): uniformly random finite bit patterns.
+    TensorView host_random_fp8(std::initializer_list<int64_t> dims, DType dtype);
     TensorView host_i32(std::initializer_list<int64_t> dims, const std::vector<int32_t>& values);
     TensorView host_i64(std::initializer_list<int64_t> dims, const std::vector<int64_t>& values);
 

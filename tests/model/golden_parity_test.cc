@@ -40,6 +40,7 @@ TEST_P(GoldenParity, LastPromptLogitsMatchTransformersWithin1e3) {
 
 TEST_P(GoldenParity, GreedyContinuationEqualsTransformers) {
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = golden_.dir;
     config.max_model_len = 256;  // the static rope kinds' goldens go past the original context length
     auto engine = Engine::create(config);

@@ -29,6 +29,7 @@ TEST(LearnedPositions, MaxPositionsIsTheTableLengthLessTheOffset) {
 
 TEST(LearnedPositions, EngineCapsMaxModelLenAtTheTableAndRejectsLongerRequests) {
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = testing_util::models_root() + "/gpt2";
     config.max_model_len = 1000;
     auto engine = Engine::create(config);

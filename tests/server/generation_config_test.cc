@@ -95,6 +95,7 @@ TEST_F(GenerationConfigTest, AFolderSuppliesItsOwnFile) {
 
 TEST_F(GenerationConfigTest, BadSettingsAreClearErrors) {
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = model_.string();
     config.num_device_blocks = 64;
     auto engine = Engine::create(config);  // before the file is broken: the engine reads it too

@@ -127,6 +127,7 @@ int unused_loopback_port() {
 
 TestServer::TestServer(const std::string& model_dir, ApiServerOptions options) {
     EngineConfig config;
+    config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = std::string(TACO_SOURCE_DIR) + "/" + model_dir;
     config.num_device_blocks = 256;
     config.max_num_seqs = 16;

@@ -9,8 +9,8 @@ namespace taco::cuda {
 
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) {
     if (src.nbytes() == 0) return;
-    TACO_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault,
-                                    static_cast<cudaStream_t>(ctx.stream)));
+    TACO_CUDA_CHECK(
+        cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDefault, static_cast<cudaStream_t>(ctx.stream)));
 }
 
 }  // namespace taco::cuda

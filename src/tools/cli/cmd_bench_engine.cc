@@ -5,6 +5,7 @@
 //   throughput  --num-prompts 1000 requests at once (1000 / 1000 tokens)
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,7 +41,9 @@ std::string_view workload_name(Workload w) {
     return "?";
 }
 
-nlohmann::json run_json(const BenchRun& r, const ModelFootprint& f) {
+// `f` is absent for --load-format dummy on a folder without a checkpoint (nothing to count the weights from): the
+// weight-traffic and FLOP rates are then null.
+nlohmann::json run_json(const BenchRun& r, const std::optional<ModelFootprint>& f) {
     const double decode_steps_per_s =
         r.elapsed_s > r.prefill_done_s ? double(r.decode_steps) / (r.elapsed_s - r.prefill_done_s) : 0;
     return {{"requests", r.num_requests},
@@ -55,18 +58,24 @@ nlohmann::json run_json(const BenchRun& r, const ModelFootprint& f) {
             {"total_tokens_per_s", r.total_tokens_per_s()},
             {"engine_steps", r.engine_steps},
             // Weights read per decode step (KV traffic not counted) and matrix FLOPs of every token processed.
-            {"decode_weight_gb_per_s", decode_steps_per_s * double(f.weight_bytes_per_step) / 1e9},
-            {"matrix_tflop_per_s", r.elapsed_s > 0 ? 2.0 * double(f.matrix_params) *
-                                                         double(r.prompt_tokens + r.output_tokens) / r.elapsed_s / 1e12
-                                                   : 0}};
+            {"decode_weight_gb_per_s",
+             f ? nlohmann::json(decode_steps_per_s * double(f->weight_bytes_per_step) / 1e9) : nlohmann::json()},
+            {"matrix_tflop_per_s",
+             f ? nlohmann::json(r.elapsed_s > 0 ? 2.0 * double(f->matrix_params) *
+                                                      double(r.prompt_tokens + r.output_tokens) / r.elapsed_s / 1e12
+                                                : 0.0)
+               : nlohmann::json()}};
 }
 
 void print_row(const std::string& label, const nlohmann::json& j) {
-    std::printf("%-12s %8lld %9.2f %9.2f %12.1f %12.1f %12.1f %9.2f %9.3f\n", label.c_str(),
+    auto rate = [&](const char* key, int decimals) {
+        return j[key].is_null() ? std::string("-") : fmt::format("{:.{}f}", j[key].get<double>(), decimals);
+    };
+    std::printf("%-12s %8lld %9.2f %9.2f %12.1f %12.1f %12.1f %9s %9s\n", label.c_str(),
                 static_cast<long long>(j["requests"].get<int64_t>()), j["ttft_mean_ms"].get<double>(),
                 j["ttft_p99_ms"].get<double>(), j["decode_tokens_per_s"].get<double>(),
                 j["output_tokens_per_s"].get<double>(), j["total_tokens_per_s"].get<double>(),
-                j["decode_weight_gb_per_s"].get<double>(), j["matrix_tflop_per_s"].get<double>());
+                rate("decode_weight_gb_per_s", 2).c_str(), rate("matrix_tflop_per_s", 3).c_str());
 }
 
 BenchRun run_or_fail(Engine& engine, const BenchWorkload& w) {
@@ -83,27 +92,37 @@ void run_bench_engine(BenchEngineArgs& args) {
     }
     auto config = ModelConfig::load_dir(args.engine.model_dir);
     if (!config) fail(config.status().message());
-    auto footprint = model_footprint(args.engine.model_dir, config->tie_word_embeddings);
-    if (!footprint) fail(footprint.status().message());
+    // Counted from the checkpoint as stored (its dtype, not --dtype's). Dummy weights need no checkpoint, and then
+    // nothing can be counted: the rates that need it print as "-".
+    std::optional<ModelFootprint> footprint;
+    if (auto counted = model_footprint(args.engine.model_dir, config->tie_word_embeddings)) {
+        footprint = *counted;
+    } else if (args.engine.load_format != LoadFormat::kDummy) {
+        fail(counted.status().message());
+    }
     if (args.workload == Workload::kBatch) {
         int64_t largest = 1;
         for (int64_t b : args.batch_sizes) largest = std::max(largest, b);
         args.engine.max_num_seqs = std::max(args.engine.max_num_seqs, largest);
     }
+    args.engine.show_load_progress = true;
     auto engine = Engine::create(args.engine);
     if (!engine) fail(engine.status().message());
 
-    nlohmann::json out = {{"workload", workload_name(args.workload)},
-                          {"model", args.engine.model_dir},
-                          {"input_len", args.input_len},
-                          {"output_len", args.output_len},
-                          {"weight_bytes_per_step", footprint->weight_bytes_per_step},
-                          {"matrix_params", footprint->matrix_params},
-                          {"runs", nlohmann::json::array()}};
-    std::printf("%s: %s, %lld prompt / %lld output tokens, %.1f MB of weights per step\n",
-                std::string(workload_name(args.workload)).c_str(), args.engine.model_dir.c_str(),
-                static_cast<long long>(args.input_len), static_cast<long long>(args.output_len),
-                double(footprint->weight_bytes_per_step) / 1e6);
+    nlohmann::json out = {
+        {"workload", workload_name(args.workload)},
+        {"model", args.engine.model_dir},
+        {"input_len", args.input_len},
+        {"output_len", args.output_len},
+        {"weight_bytes_per_step", footprint ? nlohmann::json(footprint->weight_bytes_per_step) : nlohmann::json()},
+        {"matrix_params", footprint ? nlohmann::json(footprint->matrix_params) : nlohmann::json()},
+        {"runs", nlohmann::json::array()}};
+    const std::string weights =
+        footprint ? fmt::format("{:.1f} MB of weights per step", double(footprint->weight_bytes_per_step) / 1e6)
+                  : std::string("dummy weights without a checkpoint: weight traffic unknown");
+    std::printf("%s: %s, %lld prompt / %lld output tokens, %s\n", std::string(workload_name(args.workload)).c_str(),
+                args.engine.model_dir.c_str(), static_cast<long long>(args.input_len),
+                static_cast<long long>(args.output_len), weights.c_str());
     std::printf("%-12s %8s %9s %9s %12s %12s %12s %9s %9s\n", "run", "requests", "TTFT ms", "p99 ms", "decode tok/s",
                 "output tok/s", "total tok/s", "GB/s", "TFLOP/s");
     uint64_t seed = args.engine.seed;
@@ -112,7 +131,7 @@ void run_bench_engine(BenchEngineArgs& args) {
         case Workload::kLatency: {
             run_or_fail(**engine, workload(1));  // warm-up
             for (int64_t i = 0; i < args.num_iters; ++i) {
-                auto j = run_json(run_or_fail(**engine, workload(1)), *footprint);
+                auto j = run_json(run_or_fail(**engine, workload(1)), footprint);
                 print_row(fmt::format("iter {}", i), j);
                 out["runs"].push_back(j);
             }
@@ -121,7 +140,7 @@ void run_bench_engine(BenchEngineArgs& args) {
         case Workload::kBatch: {
             run_or_fail(**engine, workload(1));  // warm-up
             for (int64_t b : args.batch_sizes) {
-                auto j = run_json(run_or_fail(**engine, workload(b)), *footprint);
+                auto j = run_json(run_or_fail(**engine, workload(b)), footprint);
                 j["batch_size"] = b;
                 print_row(fmt::format("bs={}", b), j);
                 out["runs"].push_back(j);
@@ -129,7 +148,7 @@ void run_bench_engine(BenchEngineArgs& args) {
             break;
         }
         case Workload::kThroughput: {
-            auto j = run_json(run_or_fail(**engine, workload(args.num_prompts)), *footprint);
+            auto j = run_json(run_or_fail(**engine, workload(args.num_prompts)), footprint);
             print_row("all", j);
             out["runs"].push_back(j);
             break;

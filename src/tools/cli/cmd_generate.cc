@@ -13,7 +13,6 @@
 #include "engine/sampling_json.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
-#include "tools/cli/device_option.h"
 #include "tools/cli/engine_flags.h"
 #include "tools/cli/model_source.h"
 
@@ -31,7 +30,6 @@ struct GenerateArgs {
     std::string generation_config = "auto";
     // The sampling flags a generation_config.json default may fill when they are not given.
     CLI::Option *temperature = nullptr, *top_p = nullptr, *top_k = nullptr, *min_p = nullptr, *max_tokens = nullptr;
-    std::string device = "cpu";
     bool json_output = false;
 };
 
@@ -116,8 +114,6 @@ json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
 }
 
 void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
-    Status device_status = check_device_available(args.device);
-    if (!device_status) fail(device_status.message());
     auto generation = SamplingDefaults::load(args.generation_config, args.engine.model_dir);
     if (!generation) fail(generation.status().message());
     for (auto [option, value] : {std::pair{args.temperature, &generation->temperature},
@@ -140,6 +136,7 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
         if (!ids) fail(ids.status().message());
         inputs.push_back({std::nullopt, *ids, defaults});
     }
+    args.engine.show_load_progress = true;
     auto engine = Engine::create(args.engine);
     if (!engine) fail(engine.status().message());
     auto outputs = (*engine)->generate(std::move(inputs));
@@ -220,9 +217,6 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
         ->capture_default_str();
     sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
     sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
-    sub->add_option("--device", args->device, "cpu or cuda")
-        ->check(CLI::IsMember({"cpu", "cuda"}))
-        ->capture_default_str();
     sub->add_flag("--json", args->json_output, "Print one JSON object per prompt");
     add_engine_flags(sub, args->engine);
     sub->callback([args, prompt, prompt_ids, prompts_file] {

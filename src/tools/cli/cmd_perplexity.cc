@@ -1,4 +1,5 @@
-// `taco_llm perplexity MODEL --text-file F [--window N] [--stride S] [--json]`: perplexity of a text file
+// `taco_llm perplexity MODEL --text-file F [--window N] [--stride S] [--json] [--device D] [--dtype T]
+// [--load-format F]`: perplexity of a text file
 // under the model, with transformers' sliding-window method (exec/perplexity.h). The text is tokenized with
 // the model folder's tokenizer and its default special tokens (transformers' add_special_tokens=True).
 // Prints `tokens <count> perplexity <value>`, or one JSON object with --json.
@@ -7,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
+#include "engine/model_loading.h"
 #include "exec/perplexity.h"
 #include "model/decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli/command.h"
+#include "tools/cli/model_load_flags.h"
 
 namespace taco::cli {
 namespace {
@@ -19,17 +22,20 @@ struct PerplexityArgs {
     std::string model_dir;
     std::string text_file;
     PerplexityOptions options;
+    ModelLoadFlags load;
     bool json_output = false;
 };
 
 void run_perplexity(const PerplexityArgs& args) {
+    auto device = select_device(args.load.device);
+    if (!device) fail(device.status().message());
     auto text = read_text_file(args.text_file);
     if (!text) fail(text.status().message());
     auto tokenizer = Tokenizer::load(args.model_dir);
     if (!tokenizer) fail(tokenizer.status().message());
     auto ids = (*tokenizer)->encode(*text, /*add_special_tokens=*/true);
     if (!ids) fail(fmt::format("{}: {}", args.text_file, ids.status().message()));
-    auto decoder = Decoder::load(args.model_dir);
+    auto decoder = load_decoder(args.model_dir, *device, args.load.dtype, args.load.load_format, /*progress=*/true);
     if (!decoder) fail(decoder.status().message());
     auto result = sliding_window_perplexity(**decoder, *ids, args.options);
     if (!result) fail(fmt::format("{}: {}", args.text_file, result.status().message()));
@@ -53,6 +59,7 @@ const CommandRegistrar registrar(30, [](CLI::App& app) {
     sub->add_option("--window", args->options.window, "Tokens per window (default: min(max model length, 1024))");
     sub->add_option("--stride", args->options.stride, "Tokens between window starts (default: window / 2)");
     sub->add_flag("--json", args->json_output, "Print one JSON object");
+    add_model_load_flags(sub, args->load);
     sub->callback([args] { run_perplexity(*args); });
 });
 

@@ -31,8 +31,6 @@ struct ServeArgs {
     std::string generation_config = "auto";
     std::string revision;      // of a hub id
     std::string download_dir;  // the hub cache to look in and download to
-    std::string dtype = "auto";
-    double gpu_memory_utilization = 0.9;
     int64_t tensor_parallel_size = 1;
     bool disable_log_requests = false;
     int num_io_threads = 2;
@@ -51,8 +49,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--disable-custom-all-reduce", false},
     {"--enable-auto-tool-choice", false},
     {"--disable-frontend-multiprocessing", false},
-    {"--swap-space", true},
-    {"--load-format", true},
     {"--kv-cache-dtype", true},
     {"--quantization", true},
     {"--tokenizer-mode", true},
@@ -63,7 +59,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--tool-call-parser", true},
     {"--uvicorn-log-level", true},
     {"--max-seq-len-to-capture", true},
-    {"--num-gpu-blocks-override", true},
 };
 
 std::atomic<int> g_signal{0};
@@ -86,9 +81,6 @@ void run_serve(ServeArgs& args) {
                         "supported",
                         args.tensor_parallel_size));
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
-    if (args.dtype != "auto" && args.dtype != "float32")
-        log_warn("--dtype {}: the CPU backend computes in the checkpoint's dtype with float32 accumulation",
-                 args.dtype);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
         !std::filesystem::is_directory(args.generation_config))
         fail(fmt::format("--generation-config {}: expected 'auto', 'vllm' or a folder", args.generation_config));
@@ -114,6 +106,7 @@ void run_serve(ServeArgs& args) {
         }
     }
 
+    args.engine.show_load_progress = true;
     auto engine = Engine::create(args.engine);
     if (!engine) fail(engine.status().message());
     auto server = server::ApiServer::create(engine->get(), options);
@@ -150,13 +143,10 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--chat-template", args->chat_template, "Chat template: a file, or the template itself");
     sub->add_option("--generation-config", args->generation_config, "'auto', 'vllm' or a folder")
         ->capture_default_str();
-    sub->add_option("--dtype", args->dtype, "Model dtype (auto)")->capture_default_str();
     sub->add_option("--revision", args->revision, "Branch, tag or commit of a hub id (default: main)");
     sub->add_option(
         "--download-dir", args->download_dir,
         "Hugging Face cache folder for hub ids (default: $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub)");
-    sub->add_option("--gpu-memory-utilization", args->gpu_memory_utilization, "Accepted for vLLM compatibility")
-        ->capture_default_str();
     sub->add_option("--tensor-parallel-size", args->tensor_parallel_size, "Devices to shard over")
         ->capture_default_str();
     sub->add_option("--max-pending-requests", args->server.max_pending_requests,

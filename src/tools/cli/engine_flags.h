@@ -1,14 +1,34 @@
-// The engine's command-line flags, with vLLM's names, defaults and help in one place; `generate` (and `serve`)
-// add them to their subcommand.
+// The engine's command-line flags, with vLLM's names, defaults and help in one place; `generate`, `serve` and
+// `bench` add them to their subcommand. Flags whose default depends on the device stay unset when not given
+// (EngineConfig's optionals), so the engine can tell "not given" from "given the default".
 #pragma once
 
+#include <string>
+
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "engine/engine_config.h"
+#include "tools/cli/model_load_flags.h"
 
 namespace taco::cli {
 
+namespace detail {
+
+// --swap-space and --host-cache-gb are one setting (the host tier, GiB): the second given must agree with the first.
+inline void set_host_cache_gb(EngineConfig& config, const char* flag, double gb) {
+    if (config.host_cache_gb && *config.host_cache_gb != gb)
+        throw CLI::ValidationError(fmt::format(
+            "{} {} disagrees with {}: --swap-space and --host-cache-gb are the same setting (the host-memory tier of "
+            "the KV cache, GiB); give one",
+            flag, gb, *config.host_cache_gb));
+    config.host_cache_gb = gb;
+}
+
+}  // namespace detail
+
 inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
+    add_model_load_flags(app, config.device, config.dtype, config.load_format);
     app->add_option("--max-model-len", config.max_model_len, "Context length limit (default: from the model config)");
     app->add_option("--max-num-batched-tokens", config.max_num_batched_tokens, "Tokens computed per engine step")
         ->capture_default_str();
@@ -22,10 +42,28 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
     app->add_option("--block-size", config.block_size, "KV cache block size in tokens (a power of two)")
         ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128}))
         ->capture_default_str();
-    app->add_option("--kv-cache-gb", config.kv_cache_gb, "KV cache memory in GiB (default: 4 on the CPU backend)");
-    app->add_option("--host-cache-gb", config.host_cache_gb,
-                    "Host-memory tier of the prefix cache in GiB (default 0 on the CPU backend, whose KV is already in "
-                    "host memory)");
+    app->add_option_function<double>(
+           "--gpu-memory-utilization", [&config](double value) { config.gpu_memory_utilization = value; },
+           "Fraction of the GPU's memory this process may use, in (0, 1]; the KV cache gets what the weights and "
+           "activations leave of it (CUDA only: an error with --device cpu)")
+        ->default_str("0.9");
+    app->add_option("--kv-cache-gb", config.kv_cache_gb,
+                    "KV cache memory in GiB, instead of --gpu-memory-utilization's share (default on the CPU: 4)");
+    app->add_option_function<int64_t>(
+        "--num-gpu-blocks-override",
+        [&config](int64_t value) {
+            if (value < 1)
+                throw CLI::ValidationError(fmt::format("--num-gpu-blocks-override must be positive, got {}", value));
+            config.num_device_blocks = value;
+        },
+        "KV cache blocks, instead of any memory budget");
+    app->add_option_function<double>(
+        "--swap-space", [&config](double gb) { detail::set_host_cache_gb(config, "--swap-space", gb); },
+        "Host-memory tier of the KV cache (the prefix cache's second tier) in GiB (default: 4 on CUDA, 0 on the CPU, "
+        "whose KV is already in host memory)");
+    app->add_option_function<double>(
+        "--host-cache-gb", [&config](double gb) { detail::set_host_cache_gb(config, "--host-cache-gb", gb); },
+        "Same as --swap-space");
     app->add_option("--seed", config.seed, "Seed for requests that carry no seed of their own")->capture_default_str();
 }
 

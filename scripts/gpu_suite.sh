@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU suite, run on the H200 in one call (after scripts/device_bundle.sh here, with .device/bundle carried):
+# op parity of every op and dtype on CUDA, tests/cuda (GPU golden parity, sampler, runner, stress), an end-to-end
+# generate, and the BENCHMARKS.md workloads on the Llama-3.1-8B shape with dummy weights. Each step has its own
+# time limit so one hang cannot eat the call; logs and JSON go to $OUT.
+# Usage (on the device): scripts/gpu_suite.sh [tests|bench|all] (default all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+out=${OUT:-/tmp/taco-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
+# The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
+mkdir -p /work && ln -sfn "$PWD" /work/main
+preset=$(cat .device/bundle/preset 2>/dev/null || echo cuda)
+build=build/$preset
+mkdir -p "$build" && cp .device/bundle/taco_* "$build/" 2>/dev/null
+cp .device/bundle/*_bench "$build/" 2>/dev/null
+status=0
+step() {  # step NAME SECONDS COMMAND...: runs it with a limit, its output in $out/NAME.log, a line in summary.txt
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
+  [ $rc = 0 ] || status=1
+}
+{
+  nvidia-smi -L; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+  nproc; lscpu | grep 'Model name'
+} >"$out/machine.txt" 2>&1
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  [ -x "$build/taco_kernels_tests" ] &&
+    step op_parity 300 "$build/taco_kernels_tests" --gtest_brief=1 --gtest_filter='*Cuda*:*cuda*'
+  [ -x "$build/taco_cuda_tests" ] && step cuda_tests 400 "$build/taco_cuda_tests" --gtest_brief=1
+  step generate 120 "$build/taco_llm" generate tests/data/models/llama --prompt-ids 1,2,3 --max-tokens 8 \
+    --temperature 0 --device cuda --dtype float32
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  m=bench/models/llama-3.1-8b
+  common=(--load-format dummy --device cuda --dtype bfloat16)
+  step bench_latency 300 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \
+    --output-json "$out/latency.json"
+  step bench_batch 400 "$build/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/batch.json"
+fi
+cat "$out/summary.txt"
+exit $status
