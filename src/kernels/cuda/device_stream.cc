@@ -18,7 +18,7 @@ Result<std::unique_ptr<DeviceStream>> DeviceStream::create() {
     s->stream_ = stream;
     cublasLtHandle_t handle = nullptr;
     const cublasStatus_t blas = cublasLtCreate(&handle);
-    if (blas != CUBLAS_STATUS_SUCCESS) return error("cublasLtCreate failed: {}", cublasGetStatusString(blas));
+    if (blas != CUBLAS_STATUS_SUCCESS) return error("cublasLtCreate failed: {}", cublasLtGetStatusString(blas));
     s->blas_handle_ = handle;
     s->blas_workspace_ = Tensor::empty({int64_t(kBlasWorkspaceBytes)}, DType::kU8, Device::kCuda);
     return s;
