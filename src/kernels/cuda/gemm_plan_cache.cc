@@ -10,7 +10,7 @@
     do {                                                                                   \
         const cublasStatus_t taco_blas_status_ = (call);                                   \
         TACO_CHECK_MSG(taco_blas_status_ == CUBLAS_STATUS_SUCCESS, "{} failed: {}", #call, \
-                       cublasLtGetStatusString(taco_blas_status_));                          \
+                       cublasLtGetStatusString(taco_blas_status_));                        \
     } while (0)
 
 namespace taco::cuda {
