@@ -90,6 +90,7 @@ private:
     cublasLtMatmulAlgo_t algo_{};
     size_t algo_workspace_bytes_ = 0;
     bool bias_in_epilogue_ = false;
+    cublasStatus_t heuristic_status_ = CUBLAS_STATUS_SUCCESS;  // of the last heuristic query (error messages)
     // The descriptor holds the bias pointer, which changes between calls: setting it and enqueueing the product
     // happen under this lock so that threads sharing a plan do not race on it.
     mutable std::mutex run_mutex_;
