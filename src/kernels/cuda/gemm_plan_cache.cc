@@ -41,40 +41,44 @@ uint32_t address_alignment(const void* p) {
 
 GemmPlan::GemmPlan(cublasLtHandle_t handle, const GemmKey& key, const float* bias) : key_(key) {
     TACO_CHECK_MSG(key.m > 0 && key.n > 0 && key.k > 0, "matmul: no GEMM plan for m {} n {} k {}", key.m, key.n, key.k);
-    TACO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
-    TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
     const cudaDataType_t in = blas_type(key.in_dtype), out = blas_type(key.out_dtype);
     TACO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in, uint64_t(key.k), uint64_t(key.n), key.k));
     TACO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in, uint64_t(key.k), uint64_t(key.m), key.k));
     TACO_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d_, out, uint64_t(key.n), uint64_t(key.m), key.n));
-
     if (key.bias) {
         // The f32 bias in the epilogue: added to the fp32 accumulator before the one rounding to y's dtype. The
-        // bias type defaults to y's; an f32 bias for a bf16 / f16 y is asked for explicitly and, where no
-        // algorithm takes it, the bias is added by a kernel after the product instead.
-        const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-        const int32_t bias_type = CUDA_R_32F;
-        TACO_CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-        TACO_CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-        TACO_CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        // bias type defaults to y's, so an f32 bias for a bf16 / f16 y is asked for explicitly; cuBLASLt 13.0 on an
+        // H200 refuses that (INVALID_VALUE) and takes it only for an f32 y. Where it is refused, the product runs
+        // on a descriptor made afresh without the bias attributes (a leftover bias type fails the heuristic too)
+        // and add_bias_rows adds the bias after it.
+        create_descriptor(bias);
         bias_in_epilogue_ = choose_algorithm(handle);
         if (bias_in_epilogue_) return;
-        const cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
-        const float* no_bias = nullptr;
-        TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)));
-        TACO_CUBLAS_CHECK(
-            cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &no_bias, sizeof(no_bias)));
+        cublasLtMatmulDescDestroy(desc_);
+        desc_ = nullptr;
     }
+    create_descriptor(nullptr);
     TACO_CHECK_MSG(choose_algorithm(handle),
                    "matmul: cuBLASLt has no algorithm without split-K for x [{}, {}] {} . w [{}, {}]^T -> y {} (last "
                    "heuristic status: {})",
                    key.m, key.k, dtype_name(key.in_dtype), key.n, key.k, dtype_name(key.out_dtype),
                    cublasLtGetStatusString(heuristic_status_));
+}
+
+void GemmPlan::create_descriptor(const float* epilogue_bias) {
+    TACO_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+    TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+    TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+    if (epilogue_bias == nullptr) return;
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const int32_t bias_type = CUDA_R_32F;
+    TACO_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    TACO_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    TACO_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epilogue_bias,
+                                                     sizeof(epilogue_bias)));
 }
 
 bool GemmPlan::choose_algorithm(cublasLtHandle_t handle) {

@@ -72,12 +72,14 @@ public:
              cudaStream_t stream) const;
 
     const GemmKey& key() const { return key_; }
-    // Whether cuBLASLt adds the f32 bias in its epilogue (before the rounding to y's dtype); otherwise a kernel of
-    // its own adds it to y after the product (bf16 / f16 y: one more rounding).
+    // Whether cuBLASLt adds the f32 bias in its epilogue (before the rounding to y's dtype: an f32 y); otherwise a
+    // kernel of its own adds it to y after the product (a bf16 / f16 y: one more rounding).
     bool bias_in_epilogue() const { return bias_in_epilogue_; }
     size_t algo_workspace_bytes() const { return algo_workspace_bytes_; }
 
 private:
+    // desc_ with the transposes, and the f32 bias epilogue when epilogue_bias is given.
+    void create_descriptor(const float* epilogue_bias);
     // Asks the heuristic for an algorithm without split-K under the current descriptor; false when it has none.
     bool choose_algorithm(cublasLtHandle_t handle);
     bool choose_algorithm_among(cublasLtHandle_t handle, uint32_t reduction_mask);
