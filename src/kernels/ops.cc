@@ -231,7 +231,23 @@ void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorVi
     TACO_CHECK_EQ(batch.block_tables.shape[0], num_seqs);
     TACO_CHECK_EQ(batch.positions.shape[0], q.shape[0]);
     if (params.alibi_slopes.ndim > 0) check_vector(ctx, &params.alibi_slopes, q.shape[1], "paged_attention", "alibi");
-    if (runs(ctx, "paged_attention")) TACO_DISPATCH(ctx, paged_attention, ctx, q, k_cache, v_cache, batch, params, out);
+#ifdef TACO_WITH_CUDA
+    if (ctx.device == Device::kCuda) {
+        // Split-KV partials come from ctx.scratch, taken before the dry-run check so that workspace sizing reserves
+        // them, and handed back once the kernels are queued (later ops on the stream run after them).
+        TensorView partials;
+        const size_t mark = ctx.scratch != nullptr ? ctx.scratch->mark() : 0;
+        if (ctx.scratch != nullptr) {
+            const size_t bytes =
+                cuda::paged_attention_scratch_bytes(q.shape[0], q.shape[1], q.shape[2], batch.max_seq_len);
+            partials = ctx.scratch->alloc({int64_t(bytes)}, DType::kU8);
+        }
+        if (runs(ctx, "paged_attention")) cuda::paged_attention(ctx, q, k_cache, v_cache, batch, params, partials, out);
+        if (ctx.scratch != nullptr) ctx.scratch->release_to(mark);
+        return;
+    }
+#endif
+    if (runs(ctx, "paged_attention")) cpu::paged_attention(ctx, q, k_cache, v_cache, batch, params, out);
 }
 
 void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorView& slot_mapping,

@@ -110,6 +110,12 @@ struct AttentionParams {
 // Tokens past query_start[S] are padding: their output rows are left as they are.
 //   q: [T, num_heads, head_dim] act, caches as write_kv_cache, out: [T, num_heads, head_dim] act.
 //   GQA: head h reads kv head h / (num_heads / num_kv_heads).
+// CUDA: head_dim up to 256, any block size; the cache in q's dtype or f32; max_seq_len must bound seq_lens. Long
+// sequences in small batches split their keys over several CTAs (split-KV, kernels/cuda/paged_attention.h) with
+// partials from ctx.scratch: the op takes up to 32 MiB of it (cuda::paged_attention_scratch_bytes) before its
+// dry-run check, so the dry run reserves it too, and hands it back on return. Without ctx.scratch (or with an unsized
+// one) nothing splits; a row's bits are the same either way. Rows whose metadata the kernel cannot use (a position
+// past its sequence, block table or max_seq_len, a block id outside the cache) come out NaN on CUDA; the CPU aborts.
 void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                      const AttentionMetadata& batch, const AttentionParams& params, const TensorView& out);
 

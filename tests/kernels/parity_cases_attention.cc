@@ -111,7 +111,8 @@ struct AttentionCase {
     int sliding_window = 0;
     float softcap = 0;
     Alibi alibi = Alibi::kNone;
-    double q_range = 3;  // |q| elements up to this: peaked enough softmaxes
+    double q_range = 3;      // |q| elements up to this: peaked enough softmaxes
+    bool f32_cache = false;  // the cache in f32 whatever the activation dtype (CUDA allows it with f16 / bf16 q)
 };
 
 // A batch of sequences over a cache whose blocks are shuffled and whose unused slots hold other values; block table
@@ -147,8 +148,9 @@ void run_attention(ParityRun& r, const AttentionCase& c) {
     }
 
     TensorView q = r.host_act({tokens, c.heads, c.head_dim}, -c.q_range, c.q_range);
-    TensorView k_cache = r.host_act({num_blocks, c.block_size, c.kv_heads, c.head_dim});
-    TensorView v_cache = r.host_act({num_blocks, c.block_size, c.kv_heads, c.head_dim});
+    const DType cache_dtype = c.f32_cache ? DType::kF32 : r.act();
+    TensorView k_cache = r.host_random({num_blocks, c.block_size, c.kv_heads, c.head_dim}, cache_dtype, -1, 1);
+    TensorView v_cache = r.host_random({num_blocks, c.block_size, c.kv_heads, c.head_dim}, cache_dtype, -1, 1);
     TensorView out_before = r.host_act({tokens, c.heads, c.head_dim}, 5, 6);  // padding rows keep these
     ops::AttentionMetadata host;
     host.query_start = r.host_i32({num_seqs + 1}, query_start);
@@ -181,6 +183,7 @@ std::string describe(const AttentionCase& c) {
     std::string s = fmt::format("{}_heads{}_kv{}_d{}_block{}", c.name, c.heads, c.kv_heads, c.head_dim, c.block_size);
     for (auto [cached, fresh] : c.seqs) s += fmt::format("_{}+{}", cached, fresh);
     if (c.padding_tokens > 0) s += fmt::format("_pad{}", c.padding_tokens);
+    if (c.f32_cache) s += "_f32_cache";
     return s;
 }
 
@@ -194,10 +197,36 @@ CaseGroup attention_group(const std::string& name, const std::vector<AttentionCa
 // A mixed batch: a prompt from scratch, a chunk after a cached prefix, two decode rows, padding tokens.
 const std::vector<std::pair<int64_t, int64_t>> kMixedBatch = {{0, 7}, {19, 5}, {40, 1}, {3, 1}};
 
+// Sequences longer than a split-KV partition (512 keys; kernels/cuda/paged_attention.h): decode rows alone and in a
+// batch of many, a chunk over a long cached prefix beside decode rows, at block sizes 1, 16 and 128. The CPU's error
+// grows with the keys (its sum of exponentials is sequential in fp32): these cases set the op's bound.
+std::vector<AttentionCase> long_sequence_cases() {
+    std::vector<std::pair<int64_t, int64_t>> many_decodes;
+    for (int64_t i = 0; i < 24; ++i) many_decodes.push_back({(i * 379) % 1300 + (i % 3 == 0 ? 1024 : 0), 1});
+    std::vector<AttentionCase> cases = {
+        {.name = "decode_one", .heads = 8, .kv_heads = 2, .seqs = {{1500, 1}}},
+        {.name = "decode_one", .heads = 4, .kv_heads = 4, .head_dim = 128, .block_size = 128, .seqs = {{2100, 1}}},
+        {.name = "decode_many", .head_dim = 32, .seqs = many_decodes, .padding_tokens = 3},
+        {.name = "chunk_and_decodes", .block_size = 1, .seqs = {{1100, 9}, {1030, 1}, {7, 1}}},
+        {.name = "chunk_and_decodes",
+         .heads = 8,
+         .kv_heads = 1,
+         .head_dim = 80,
+         .block_size = 128,
+         .seqs = {{0, 20}, {1600, 1}, {600, 3}}},
+        {.name = "window", .seqs = {{1400, 2}, {2000, 1}}, .sliding_window = 700},
+    };
+    for (AttentionCase& c : cases) c.q_range = 6;
+    return cases;
+}
+
 std::vector<CaseGroup> paged_attention_groups() {
-    std::vector<AttentionCase> head_dims, gqa, window, softcap;
+    std::vector<AttentionCase> head_dims, small_head_dims, gqa, window, softcap;
     for (int64_t d : {64, 80, 96, 128, 256})
         head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 2});
+    // The tiny test models' head dims (and an odd one).
+    for (int64_t d : {8, 16, 24, 32, 33})
+        small_head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 1});
     for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {6, 3}})
         gqa.push_back(
             {.name = "gqa", .heads = heads, .kv_heads = kv_heads, .block_size = 8, .seqs = {{0, 20}, {33, 1}}});
@@ -209,6 +238,11 @@ std::vector<CaseGroup> paged_attention_groups() {
             {.name = fmt::format("softcap{}", int(cap)), .seqs = kMixedBatch, .softcap = cap, .q_range = 8});
     return {
         attention_group("head_dims", head_dims),
+        attention_group("small_head_dims", small_head_dims),
+        attention_group("long_sequences", long_sequence_cases()),
+        attention_group("f32_cache",
+                        {{.name = "mixed", .heads = 8, .seqs = kMixedBatch, .f32_cache = true},
+                         {.name = "long", .head_dim = 128, .seqs = {{1200, 1}, {0, 6}}, .f32_cache = true}}),
         attention_group("gqa", gqa),
         attention_group("decode", {{.name = "decode",
                                     .heads = 8,

@@ -4,6 +4,9 @@
 // Plain C++ header: ops.cc includes it without nvcc.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "kernels/ops.h"
 
 namespace taco::cuda {
@@ -30,8 +33,13 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
                       int rotary_dim, bool neox_style);
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache);
+// partials: device scratch for split-KV of at least paged_attention_scratch_bytes (paged_attention.h), or undefined
+// (no split-KV; the results are the same bits either way). ops.cc takes it from ctx.scratch.
 void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
-                     const ops::AttentionMetadata& batch, const ops::AttentionParams& params, const TensorView& out);
+                     const ops::AttentionMetadata& batch, const ops::AttentionParams& params,
+                     const TensorView& partials, const TensorView& out);
+// Bytes of split-KV partials paged_attention can use for a step of this shape (paged_attention.h).
+size_t paged_attention_scratch_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t max_seq_len);
 void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorView& slot_mapping,
                const ops::MoeRouteParams& params, const TensorView& ids, const TensorView& weights);
 void moe_align(const ExecContext& ctx, const TensorView& ids, int num_experts, const TensorView& sorted_slots,

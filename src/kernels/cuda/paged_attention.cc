@@ -1,0 +1,132 @@
+// The host side of ops::paged_attention on CUDA (paged_attention.h): dtype checks, the launch shape, the split-KV
+// choice and the scratch it needs; the kernels are in paged_attention.cu.
+#include "kernels/cuda/paged_attention.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "core/check.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/paged_attention_kernels.h"
+
+namespace taco::cuda {
+namespace {
+
+int multiprocessor_count() {
+    int device = 0, count = 0;
+    TACO_CUDA_CHECK(cudaGetDevice(&device));
+    TACO_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+}
+
+int64_t partitions_of(int64_t max_seq_len) {
+    return (std::max<int64_t>(max_seq_len, 1) + kAttentionPartitionKeys - 1) / kAttentionPartitionKeys;
+}
+
+}  // namespace
+
+size_t paged_attention_scratch_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t max_seq_len) {
+    const double bytes = double(num_tokens) * double(num_heads) * double(partitions_of(max_seq_len)) *
+                         double(head_dim + 2) * sizeof(float);
+    return bytes >= double(kMaxAttentionScratchBytes) ? kMaxAttentionScratchBytes : size_t(bytes);
+}
+
+void paged_attention_with(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
+                          const TensorView& v_cache, const ops::AttentionMetadata& batch,
+                          const ops::AttentionParams& params, const TensorView& partials, SplitKv split,
+                          const TensorView& out) {
+    const DType act = q.dtype, cache = k_cache.dtype;
+    TACO_CHECK_MSG(out.dtype == act, "paged_attention on CUDA: out is {}, q {}", dtype_name(out.dtype),
+                   dtype_name(act));
+    TACO_CHECK_MSG(v_cache.dtype == cache, "paged_attention on CUDA: k_cache is {}, v_cache {}", dtype_name(cache),
+                   dtype_name(v_cache.dtype));
+    TACO_CHECK_MSG(cache == act || cache == DType::kF32,
+                   "paged_attention on CUDA: a {} cache for {} queries (the cache is in the activation dtype or f32)",
+                   dtype_name(cache), dtype_name(act));
+    const int64_t num_tokens = q.shape[0], num_heads = q.shape[1], head_dim = q.shape[2];
+    TACO_CHECK_MSG(head_dim >= 1 && head_dim <= kMaxAttentionHeadDim,
+                   "paged_attention on CUDA: head_dim {} (1 to {} supported)", head_dim, kMaxAttentionHeadDim);
+    TACO_CHECK_MSG(k_cache.shape[1] >= 1, "paged_attention on CUDA: block size {}", k_cache.shape[1]);
+    TACO_CHECK_MSG(num_tokens < INT_MAX && k_cache.shape[0] < INT_MAX && batch.block_tables.shape[1] < INT_MAX,
+                   "paged_attention on CUDA: {} tokens, {} blocks", num_tokens, k_cache.shape[0]);
+    TACO_CHECK_MSG(!partials.defined() || partials.device == Device::kCuda,
+                   "paged_attention on CUDA: the scratch (ctx.scratch) is {} memory, not the GPU's",
+                   device_name(partials.device));
+    const int64_t num_seqs = batch.seq_lens.shape[0];
+    if (num_tokens == 0 || num_seqs == 0) return;  // no rows (or only padding)
+    TACO_CHECK_MSG(batch.max_seq_len > 0, "paged_attention on CUDA: max_seq_len {} (the step's longest sequence)",
+                   batch.max_seq_len);
+
+    AttentionLaunch p{};
+    p.q = q.data;
+    p.k_cache = k_cache.data;
+    p.v_cache = v_cache.data;
+    p.out = out.data;
+    p.query_start = static_cast<const int32_t*>(batch.query_start.data);
+    p.seq_lens = static_cast<const int32_t*>(batch.seq_lens.data);
+    p.positions = static_cast<const int32_t*>(batch.positions.data);
+    p.block_tables = static_cast<const int32_t*>(batch.block_tables.data);
+    p.alibi_slopes = params.alibi_slopes.ndim > 0 ? static_cast<const float*>(params.alibi_slopes.data) : nullptr;
+    p.num_tokens = int(num_tokens);
+    p.num_seqs = int(num_seqs);
+    p.num_heads = int(num_heads);
+    p.num_kv_heads = int(k_cache.shape[2]);
+    p.head_dim = int(head_dim);
+    p.block_size = int(k_cache.shape[1]);
+    p.max_blocks = int(batch.block_tables.shape[1]);
+    p.num_blocks = int(k_cache.shape[0]);
+    p.max_seq_len = batch.max_seq_len;
+    p.group = p.num_heads / p.num_kv_heads;
+    p.heads_per_cta = std::min(p.group, kAttentionRowsPerCta);
+    p.head_chunks = (p.group + p.heads_per_cta - 1) / p.heads_per_cta;
+    // Decode steps: one token per CTA (its rows are the group's heads). Otherwise as many consecutive tokens as
+    // fill the CTA's rows, so prefill chunks share each K/V tile among them.
+    p.tokens_per_cta = batch.max_query_len > 1 ? std::max(1, kAttentionRowsPerCta / p.heads_per_cta) : 1;
+    p.num_partitions = int(partitions_of(batch.max_seq_len));
+    p.scale = params.scale;
+    p.softcap = params.logit_softcap;
+    p.window = params.sliding_window;
+    p.alibi_bf16 = params.alibi_bf16_key_positions;
+
+    const unsigned grid_x = unsigned((num_tokens + p.tokens_per_cta - 1) / p.tokens_per_cta);
+    const unsigned grid_y = unsigned(p.num_kv_heads * p.head_chunks);
+    const size_t partial_bytes =
+        size_t(num_tokens) * size_t(num_heads) * size_t(p.num_partitions) * size_t(head_dim + 2) * sizeof(float);
+    const bool fits = partials.defined() && partial_bytes <= partials.nbytes();
+    bool split_kv = false;
+    switch (split) {
+        case SplitKv::kNever: break;
+        case SplitKv::kAlways:
+            TACO_CHECK_MSG(fits, "paged_attention: split-KV needs {} bytes of partials, the scratch has {}",
+                           partial_bytes, partials.defined() ? partials.nbytes() : 0);
+            split_kv = true;
+            break;
+        case SplitKv::kAuto:
+            // Split when the rows alone leave most of the GPU idle and there is more than one partition to share.
+            split_kv = fits && p.num_partitions > 1 && int64_t(grid_x) * grid_y < 2 * int64_t(multiprocessor_count());
+            break;
+    }
+    p.act = act;
+    p.cache = cache;
+    p.grid_x = grid_x;
+    p.grid_y = grid_y;
+    p.grid_z = 1;
+    if (split_kv) {
+        p.partials = static_cast<float*>(partials.data);
+        p.grid_z = unsigned(p.num_partitions);
+    }
+    p.threads = p.tokens_per_cta * p.heads_per_cta * 32;
+    const int64_t rows = p.tokens_per_cta * p.heads_per_cta;
+    p.smem_bytes = size_t(2 * kAttentionTileKeys * (head_dim + 1) + rows * head_dim) * sizeof(float);
+    launch_paged_attention(p, ctx.stream);
+}
+
+void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const ops::AttentionMetadata& batch, const ops::AttentionParams& params,
+                     const TensorView& partials, const TensorView& out) {
+    paged_attention_with(ctx, q, k_cache, v_cache, batch, params, partials, SplitKv::kAuto, out);
+}
+
+}  // namespace taco::cuda

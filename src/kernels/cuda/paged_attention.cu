@@ -1,0 +1,369 @@
+// ops::paged_attention on CUDA: flash-decoding style attention over the paged KV cache on the CUDA cores, fp32
+// throughout (paged_attention.h says how partitions make the result independent of the batch and of split-KV).
+//
+// A CTA takes up to kRowsPerCta rows, one warp each: the heads of one GQA group chunk (they share a kv head) for
+// tokens_per_cta consecutive query tokens. Rows of several sequences in one CTA (short decode rows) are handled
+// one sequence after another. For each tile of kTileKeys keys of a sequence the CTA stages K and V (converted to
+// f32) in shared memory; each warp scores the tile's keys for its row (lane j: key j, a sequential fma dot product
+// over the head dim), updates its online softmax and accumulates the values (lane: dims lane + 32 i). Tiles are
+// aligned to absolute key positions, and a tile with no key visible to a row leaves that row's state exactly as it
+// was (its weights are exactly 0 and its scale exactly 1), so extra tiles that other rows of the CTA need do not
+// change a row's bits.
+//
+// Invalid metadata (a position past its sequence's keys, its block table or max_seq_len; a block id outside the
+// cache) cannot abort from the device: those rows come out NaN, which every comparison catches.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "core/check.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/paged_attention_kernels.h"
+
+namespace taco::cuda {
+namespace {
+
+constexpr int kTileKeys = kAttentionTileKeys;      // one key per lane
+constexpr int kRowsPerCta = kAttentionRowsPerCta;  // one row per warp
+constexpr int kPartitionKeys = kAttentionPartitionKeys;
+static_assert(kPartitionKeys % kTileKeys == 0, "partitions are whole tiles");
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+    return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+    return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+// Round to the nearest bfloat16 (ties to even), as f32_to_bf16 and torch do.
+__device__ __forceinline__ float round_to_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, offset));
+    return v;
+}
+
+// A butterfly: every lane ends with the same bits (each step adds the same two values, in either order).
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset /= 2) v = __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, offset));
+    return v;
+}
+
+enum RowState : int { kRowNone = 0, kRowOk = 1, kRowBad = 2 };
+
+struct RowInfo {
+    int state;  // RowState; kRowNone: padding or no such head, left untouched
+    int token, head, seq, pos;
+    int first;  // the first key the row sees (sliding window)
+};
+
+// The row of (token, head): its sequence (the last s with query_start[s] <= token), position and first key.
+__device__ RowInfo row_info(const AttentionLaunch& p, int token, int head) {
+    RowInfo r{kRowNone, token, head, 0, 0, 0};
+    if (token >= p.query_start[p.num_seqs]) return r;  // padding
+    int lo = 0, hi = p.num_seqs;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (p.query_start[mid] <= token) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    r.seq = lo;
+    r.pos = p.positions[token];
+    const bool ok = p.query_start[lo] <= token && r.pos >= 0 && r.pos < p.seq_lens[lo] &&
+                    r.pos / p.block_size < p.max_blocks && r.pos < p.max_seq_len;
+    r.state = ok ? kRowOk : kRowBad;
+    r.first = p.window > 0 ? max(0, r.pos - p.window + 1) : 0;
+    return r;
+}
+
+// The score of key position j for a row: scale, soft-capping and ALiBi in ops.h's order.
+__device__ __forceinline__ float score_of(const AttentionLaunch& p, float dot, int head, int j, int pos) {
+    float s;
+    if (p.alibi_slopes != nullptr && p.alibi_bf16) {
+        // transformers' Falcon: (q.k + bf16(slope * bf16(j))) * scale.
+        const float bias = round_to_bf16(__fmul_rn(p.alibi_slopes[head], round_to_bf16(float(j))));
+        s = __fmul_rn(__fadd_rn(dot, bias), p.scale);
+    } else {
+        s = __fmul_rn(dot, p.scale);
+    }
+    if (p.softcap > 0) s = __fmul_rn(p.softcap, tanhf(__fdiv_rn(s, p.softcap)));
+    if (p.alibi_slopes != nullptr && !p.alibi_bf16) s = __fadd_rn(s, __fmul_rn(p.alibi_slopes[head], float(j - pos)));
+    return s;
+}
+
+// Merges a partition's state (m, l) into the running one (M, L): the scales a of the old and b of the new state.
+// The one merge of both kernels: the same operations in the same order, so split and unsplit agree bit for bit.
+__device__ __forceinline__ void merge_scales(float& M, float& L, float m, float l, float& a, float& b) {
+    const float merged = fmaxf(M, m);
+    a = expf(M - merged);  // M = -inf (nothing yet): 0
+    b = expf(m - merged);
+    L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
+    M = merged;
+}
+
+__device__ __forceinline__ float merged_value(float O, float a, float o, float b) {
+    return __fadd_rn(__fmul_rn(O, a), __fmul_rn(o, b));
+}
+
+// Offsets in key_offset beyond a real (slot, kv head) row: past the keys the CTA needs, and a block id outside the
+// cache. Both stage zeros; the second poisons the rows of the sequence.
+constexpr int64_t kNoKey = -1;
+constexpr int64_t kBadBlock = -2;
+
+template <class QT, class KVT, int kDimsPerLane>
+__global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const AttentionLaunch p) {
+    extern __shared__ float smem[];
+    const int D = p.head_dim, stride = D + 1;  // the odd stride keeps lanes reading one key each off one bank
+    float* k_tile = smem;                      // [kTileKeys][stride]
+    float* v_tile = k_tile + kTileKeys * stride;
+    float* q_rows = v_tile + kTileKeys * stride;  // [rows][D]
+    __shared__ RowInfo rows[kRowsPerCta];
+    __shared__ int64_t key_offset[kTileKeys];  // element offset of each tile key's (slot, kv head) row
+
+    const int num_rows = p.tokens_per_cta * p.heads_per_cta;  // == blockDim.x / 32
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int kv_head = int(blockIdx.y) / p.head_chunks, chunk = int(blockIdx.y) % p.head_chunks;
+    const bool split = p.partials != nullptr;
+    if (int(threadIdx.x) < num_rows) {
+        const int r = int(threadIdx.x);
+        const int token = int(blockIdx.x) * p.tokens_per_cta + r / p.heads_per_cta;
+        const int in_group = chunk * p.heads_per_cta + r % p.heads_per_cta;
+        RowInfo info{kRowNone, token, 0, 0, 0, 0};
+        if (in_group < p.group && token < p.num_tokens) info = row_info(p, token, kv_head * p.group + in_group);
+        rows[r] = info;
+    }
+    __syncthreads();
+    const QT* q = static_cast<const QT*>(p.q);
+    for (int e = int(threadIdx.x); e < num_rows * D; e += int(blockDim.x)) {
+        const RowInfo& info = rows[e / D];
+        q_rows[e] = info.state == kRowOk ? to_float(q[(int64_t(info.token) * p.num_heads + info.head) * D + e % D]) : 0;
+    }
+    const RowInfo me = rows[warp];
+    const KVT* k_cache = static_cast<const KVT*>(p.k_cache);
+    const KVT* v_cache = static_cast<const KVT*>(p.v_cache);
+    QT* out = static_cast<QT*>(p.out);
+
+    // The sequences of the CTA's rows, in increasing order (the rows' tokens are consecutive).
+    int prev_seq = -1;
+    for (;;) {
+        int seq = INT_MAX;
+        for (int r = 0; r < num_rows; ++r)
+            if (rows[r].state == kRowOk && rows[r].seq > prev_seq) seq = min(seq, rows[r].seq);
+        if (seq == INT_MAX) break;
+        prev_seq = seq;
+        int key_begin = INT_MAX, key_end = 0;  // the keys any row of this sequence sees
+        for (int r = 0; r < num_rows; ++r) {
+            if (rows[r].state != kRowOk || rows[r].seq != seq) continue;
+            key_begin = min(key_begin, rows[r].first);
+            key_end = max(key_end, rows[r].pos + 1);
+        }
+        const bool mine = me.state == kRowOk && me.seq == seq;
+        int z_lo = key_begin / kPartitionKeys, z_hi = (key_end - 1) / kPartitionKeys;
+        if (split) z_lo = z_hi = int(blockIdx.z) >= z_lo && int(blockIdx.z) <= z_hi ? int(blockIdx.z) : -1;
+        const int32_t* table = p.block_tables + int64_t(seq) * p.max_blocks;
+
+        float total_m = -INFINITY, total_l = 0, total_o[kDimsPerLane];
+#pragma unroll
+        for (int i = 0; i < kDimsPerLane; ++i) total_o[i] = 0;
+        bool poisoned = false;
+        for (int z = z_lo; z >= 0 && z <= z_hi; ++z) {
+            float m = -INFINITY, l = 0, o[kDimsPerLane];
+#pragma unroll
+            for (int i = 0; i < kDimsPerLane; ++i) o[i] = 0;
+            const int keys_begin = max(key_begin, z * kPartitionKeys);
+            const int keys_end = min(key_end, (z + 1) * kPartitionKeys);
+            for (int tile = keys_begin / kTileKeys * kTileKeys; tile < keys_end; tile += kTileKeys) {
+                __syncthreads();  // the previous tile is read by every warp
+                if (threadIdx.x < kTileKeys) {
+                    const int j = tile + int(threadIdx.x);
+                    int64_t offset = kNoKey;
+                    if (j < keys_end) {
+                        const int block = table[j / p.block_size];
+                        offset =
+                            block < 0 || block >= p.num_blocks
+                                ? kBadBlock
+                                : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) * D;
+                    }
+                    key_offset[threadIdx.x] = offset;
+                }
+                __syncthreads();
+                for (int e = int(threadIdx.x); e < kTileKeys * D; e += int(blockDim.x)) {
+                    const int i = e / D, d = e % D;
+                    const int64_t offset = key_offset[i];
+                    k_tile[i * stride + d] = offset >= 0 ? to_float(k_cache[offset + d]) : 0.0f;
+                    v_tile[i * stride + d] = offset >= 0 ? to_float(v_cache[offset + d]) : 0.0f;
+                }
+                __syncthreads();
+                if (!mine) continue;  // warp-uniform
+                if (__any_sync(kFullWarp, key_offset[lane] == kBadBlock)) poisoned = true;
+                const int j = tile + lane;
+                const bool visible = j >= me.first && j <= me.pos;
+                float s = -INFINITY;
+                if (visible) {
+                    const float* qr = q_rows + warp * D;
+                    const float* kr = k_tile + lane * stride;
+                    float dot = 0;
+                    for (int d = 0; d < D; ++d) dot = fmaf(qr[d], kr[d], dot);
+                    s = score_of(p, dot, me.head, j, me.pos);
+                }
+                const float m_new = fmaxf(m, warp_max(s));
+                if (m_new == -INFINITY) continue;  // nothing visible yet (warp-uniform)
+                const float alpha = expf(m - m_new);
+                const float weight = visible ? expf(s - m_new) : 0.0f;
+                l = __fadd_rn(__fmul_rn(l, alpha), warp_sum(weight));
+#pragma unroll
+                for (int i = 0; i < kDimsPerLane; ++i) o[i] = __fmul_rn(o[i], alpha);
+                for (int key = 0; key < kTileKeys; ++key) {
+                    const float w = __shfl_sync(kFullWarp, weight, key);
+                    const float* vr = v_tile + key * stride;
+#pragma unroll
+                    for (int i = 0; i < kDimsPerLane; ++i) {
+                        const int d = lane + 32 * i;
+                        if (d < D) o[i] = fmaf(w, vr[d], o[i]);
+                    }
+                }
+                m = m_new;
+            }
+            if (!mine) continue;
+            if (split) {
+                // This partition's state, for the rows that have keys in it (those the merge kernel reads).
+                if (z < me.first / kPartitionKeys || z > me.pos / kPartitionKeys) continue;
+                float* part =
+                    p.partials + ((int64_t(me.token) * p.num_heads + me.head) * p.num_partitions + z) * (D + 2);
+                if (lane == 0) {
+                    part[0] = poisoned ? 0.0f : m;
+                    part[1] = poisoned ? NAN : l;
+                }
+#pragma unroll
+                for (int i = 0; i < kDimsPerLane; ++i) {
+                    const int d = lane + 32 * i;
+                    if (d < D) part[2 + d] = poisoned ? NAN : o[i];
+                }
+            } else if (m != -INFINITY) {
+                float a, b;
+                merge_scales(total_m, total_l, m, l, a, b);
+#pragma unroll
+                for (int i = 0; i < kDimsPerLane; ++i) total_o[i] = merged_value(total_o[i], a, o[i], b);
+            }
+        }
+        if (mine && !split) {
+            QT* row = out + (int64_t(me.token) * p.num_heads + me.head) * D;
+#pragma unroll
+            for (int i = 0; i < kDimsPerLane; ++i) {
+                const int d = lane + 32 * i;
+                if (d < D) row[d] = from_float<QT>(poisoned ? NAN : __fdiv_rn(total_o[i], total_l));
+            }
+        }
+    }
+    if (me.state == kRowBad && !split) {
+        QT* row = out + (int64_t(me.token) * p.num_heads + me.head) * D;
+        for (int d = lane; d < D; d += 32) row[d] = from_float<QT>(NAN);
+    }
+}
+
+// Split-KV's second step: one CTA per (token, head), one thread per dim, merging the row's partitions in
+// increasing order exactly as paged_attention_kernel does when it walks them itself.
+template <class QT>
+__global__ void merge_partitions_kernel(const AttentionLaunch p) {
+    __shared__ RowInfo info;
+    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
+    if (threadIdx.x == 0) info = row_info(p, token, head);
+    __syncthreads();
+    if (info.state == kRowNone || d >= p.head_dim) return;
+    QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
+    if (info.state == kRowBad) {
+        *out = from_float<QT>(NAN);
+        return;
+    }
+    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * (p.head_dim + 2);
+    float M = -INFINITY, L = 0, O = 0;
+    for (int z = info.first / kPartitionKeys; z <= info.pos / kPartitionKeys; ++z) {
+        const float* part = parts + int64_t(z) * (p.head_dim + 2);
+        float a, b;
+        merge_scales(M, L, part[0], part[1], a, b);
+        O = merged_value(O, a, part[2 + d], b);
+    }
+    *out = from_float<QT>(__fdiv_rn(O, L));
+}
+
+void check_launch(const char* kernel) {
+    const cudaError_t error = cudaGetLastError();
+    TACO_CHECK_MSG(error == cudaSuccess, "paged_attention: launching {} failed: {}", kernel, cudaGetErrorString(error));
+}
+
+template <class QT, class KVT, int kDimsPerLane>
+void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream) {
+    auto kernel = paged_attention_kernel<QT, KVT, kDimsPerLane>;
+    if (smem_bytes > 48 * 1024)
+        TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    kernel<<<grid, threads, smem_bytes, stream>>>(p);
+    check_launch("paged_attention_kernel");
+}
+
+template <class QT, class KVT>
+void launch_attention_for_dims(const AttentionLaunch& p, dim3 grid, int threads, size_t smem_bytes,
+                               cudaStream_t stream) {
+    // Registers per lane for the output dims: head_dim rounded up to 32, 64, 128 or 256.
+    if (p.head_dim <= 32) {
+        launch_attention<QT, KVT, 1>(p, grid, threads, smem_bytes, stream);
+    } else if (p.head_dim <= 64) {
+        launch_attention<QT, KVT, 2>(p, grid, threads, smem_bytes, stream);
+    } else if (p.head_dim <= 128) {
+        launch_attention<QT, KVT, 4>(p, grid, threads, smem_bytes, stream);
+    } else {
+        launch_attention<QT, KVT, 8>(p, grid, threads, smem_bytes, stream);
+    }
+}
+
+template <class QT>
+void launch_for_cache(const AttentionLaunch& p, DType cache_dtype, dim3 grid, int threads, size_t smem_bytes,
+                      cudaStream_t stream) {
+    if (cache_dtype == DType::kF32) {
+        launch_attention_for_dims<QT, float>(p, grid, threads, smem_bytes, stream);
+    } else {
+        launch_attention_for_dims<QT, QT>(p, grid, threads, smem_bytes, stream);
+    }
+    if (p.partials == nullptr) return;
+    const int merge_threads = (p.head_dim + 31) / 32 * 32;
+    merge_partitions_kernel<QT><<<dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream>>>(p);
+    check_launch("merge_partitions_kernel");
+}
+
+}  // namespace
+
+void launch_paged_attention(const AttentionLaunch& p, void* stream) {
+    const dim3 grid(p.grid_x, p.grid_y, p.grid_z);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    switch (p.act) {
+        case DType::kF32:
+            TACO_CHECK_MSG(p.cache == DType::kF32, "paged_attention on CUDA: f32 queries need an f32 cache");
+            launch_for_cache<float>(p, p.cache, grid, p.threads, p.smem_bytes, s);
+            return;
+        case DType::kF16: launch_for_cache<__half>(p, p.cache, grid, p.threads, p.smem_bytes, s); return;
+        case DType::kBF16: launch_for_cache<__nv_bfloat16>(p, p.cache, grid, p.threads, p.smem_bytes, s); return;
+        default: TACO_CHECK_MSG(false, "paged_attention on CUDA: {} activations", dtype_name(p.act));
+    }
+}
+
+}  // namespace taco::cuda

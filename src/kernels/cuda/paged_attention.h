@@ -1,0 +1,41 @@
+// Paged attention on CUDA (paged_attention.cc, kernels in paged_attention.cu): the launcher behind
+// cuda::paged_attention, with the split-KV choice open to tests. Plain C++ header.
+//
+// Keys are taken in fixed partitions of kAttentionPartitionKeys absolute key positions. Each (query token, head) row
+// computes a partial softmax state (running max, sum of exponentials, weighted sum of values, all fp32) per
+// partition, then merges the partitions in increasing order. One CTA either walks all partitions of its rows itself
+// or (split-KV) handles one partition and writes its state to `partials`, which a second kernel merges in the same
+// order with the same arithmetic: the two give the same bits, so whether a step splits (a launch choice made from
+// the batch's shape) never changes a result, and a row's result depends on its own query, position and keys only:
+// not on the other rows of the CTA or the batch, not on chunking, not on prefill versus decode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/ops.h"
+
+namespace taco::cuda {
+
+// The most scratch paged_attention takes for split-KV partials.
+constexpr size_t kMaxAttentionScratchBytes = size_t(32) << 20;
+
+enum class SplitKv {
+    kAuto,    // split when the rows alone give too few CTAs to fill the GPU and the partials fit in the scratch
+    kNever,   // one CTA walks all partitions of its rows
+    kAlways,  // one CTA per partition and the merge kernel (aborts when the partials do not fit)
+};
+
+// paged_attention_scratch_bytes (cuda_ops.h): the partials a step of this shape can use, [num_tokens, num_heads,
+// partitions of max_seq_len keys] states of head_dim + 2 floats, at most kMaxAttentionScratchBytes. Monotone in every
+// argument, so the dry run at the largest step reserves enough for every step.
+
+// ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
+// split) and the split choice.
+void paged_attention_with(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
+                          const TensorView& v_cache, const ops::AttentionMetadata& batch,
+                          const ops::AttentionParams& params, const TensorView& partials, SplitKv split,
+                          const TensorView& out);
+
+}  // namespace taco::cuda

@@ -1,0 +1,47 @@
+// The kernels of paged attention (paged_attention.cu) behind one plain launch description, so that the .cu file
+// needs no C++20 header; paged_attention.cc fills it from the op's views. paged_attention.h describes the method.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace taco::cuda {
+
+constexpr int kAttentionTileKeys = 32;        // keys per shared-memory tile: one per lane
+constexpr int kAttentionPartitionKeys = 512;  // keys per partition (16 tiles)
+constexpr int kAttentionRowsPerCta = 8;       // (token, head) rows per CTA, one warp each
+constexpr int kMaxAttentionHeadDim = 256;
+
+struct AttentionLaunch {
+    const void* q;        // [T, H, D] act
+    const void* k_cache;  // [num_blocks, block_size, KVH, D] cache dtype
+    const void* v_cache;
+    void* out;                    // [T, H, D] act
+    const int32_t* query_start;   // [S + 1]
+    const int32_t* seq_lens;      // [S]
+    const int32_t* positions;     // [T]
+    const int32_t* block_tables;  // [S, max_blocks]
+    const float* alibi_slopes;    // [H] or nullptr
+    float* partials;              // split-KV: [T, H, num_partitions, D + 2] (m, l, o[D]); nullptr: no split
+    int num_tokens, num_seqs, num_heads, num_kv_heads, head_dim;
+    int block_size, max_blocks, num_blocks, max_seq_len;
+    int group;           // heads per kv head
+    int heads_per_cta;   // heads of one group chunk in a CTA
+    int head_chunks;     // chunks per group
+    int tokens_per_cta;  // query tokens in a CTA (rows: tokens_per_cta * heads_per_cta <= kAttentionRowsPerCta)
+    int num_partitions;  // partitions of max_seq_len keys (the partials' third dim; grid_z when split)
+    float scale, softcap;
+    int window;
+    bool alibi_bf16;
+    DType act, cache;                 // q and out; the caches (act or f32)
+    unsigned grid_x, grid_y, grid_z;  // token tiles, kv heads x head chunks, partitions (1 without split)
+    int threads;                      // 32 per row
+    size_t smem_bytes;                // dynamic shared memory of the attention kernel
+};
+
+// Queues the attention kernel (and, with partials, the merge kernel) on the stream (a cudaStream_t).
+void launch_paged_attention(const AttentionLaunch& launch, void* stream);
+
+}  // namespace taco::cuda

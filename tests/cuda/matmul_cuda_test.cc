@@ -1,0 +1,191 @@
+// ops::matmul on a real GPU: f32 is plain fp32 (not TF32), bf16 / f16 accumulate in fp32 (also into f32 logits), the
+// bias lands before the rounding, a shape reuses its plan and gives the same bits every call, and a weight dtype
+// other than the activations' is refused by name. Skipped (with the reason) where no GPU or driver is usable.
+#include <cuda_runtime.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/gemm_plan_cache.h"
+#include "kernels/ops.h"
+
+namespace taco {
+namespace {
+
+// Values rounded to dtype in a host tensor of that dtype, and the rounded values as doubles.
+struct HostMatrix {
+    Tensor tensor;
+    std::vector<double> values;
+};
+
+HostMatrix random_matrix(int64_t rows, int64_t cols, DType dtype, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    HostMatrix m{Tensor::empty({rows, cols}, dtype), {}};
+    for (int64_t i = 0; i < rows * cols; ++i) {
+        const float v = u(rng);
+        if (dtype == DType::kF32) m.tensor.as<float>()[i] = v;
+        if (dtype == DType::kBF16) m.tensor.as<uint16_t>()[i] = f32_to_bf16(v);
+        if (dtype == DType::kF16) m.tensor.as<uint16_t>()[i] = f32_to_f16(v);
+        m.values.push_back(load_as_f32(m.tensor.view().data, dtype, size_t(i)));
+    }
+    return m;
+}
+
+Tensor to_device(const TensorView& host) {
+    Tensor d =
+        Tensor::empty(std::span<const int64_t>(host.shape.data(), size_t(host.ndim)), host.dtype, MemoryKind::kDevice);
+    EXPECT_EQ(cudaMemcpy(d.view().data, host.data, host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+std::vector<double> read(const TensorView& device) {
+    Tensor h = Tensor::empty(std::span<const int64_t>(device.shape.data(), size_t(device.ndim)), device.dtype,
+                             MemoryKind::kHost);
+    EXPECT_EQ(cudaMemcpy(h.view().data, device.data, device.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<double> v;
+    for (int64_t i = 0; i < h.numel(); ++i) v.push_back(load_as_f32(h.view().data, h.view().dtype, size_t(i)));
+    return v;
+}
+
+std::vector<uint8_t> bytes_of(const TensorView& device) {
+    std::vector<uint8_t> b(device.nbytes());
+    EXPECT_EQ(cudaMemcpy(b.data(), device.data, b.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return b;
+}
+
+// The largest error of a row relative to the row's largest reference value.
+double worst_row_error(const std::vector<double>& got, const std::vector<double>& want, int64_t cols) {
+    double worst = 0;
+    for (size_t begin = 0; begin < want.size(); begin += size_t(cols)) {
+        double magnitude = 0, diff = 0;
+        for (size_t i = begin; i < begin + size_t(cols); ++i) {
+            magnitude = std::max(magnitude, std::abs(want[i]));
+            diff = std::isnan(got[i]) ? INFINITY : std::max(diff, std::abs(got[i] - want[i]));
+        }
+        worst = std::max(worst, diff / std::max(magnitude, 1e-300));
+    }
+    return worst;
+}
+
+class CudaMatmul : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const Status status = cuda::init_backend(0);
+        if (!status.is_ok()) GTEST_SKIP() << status.message();
+        auto made = cuda::DeviceStream::create();
+        ASSERT_TRUE(made.is_ok());
+        stream_ = std::move(made).value();
+        ctx_ = stream_->context(nullptr);
+    }
+
+    // y = x . w^T (+ bias) on the GPU and in double on the host; returns (got, want).
+    std::pair<std::vector<double>, std::vector<double>> product(int64_t m, int64_t n, int64_t k, DType in, DType out,
+                                                                bool with_bias, uint32_t seed) {
+        std::mt19937 rng(seed);
+        HostMatrix x = random_matrix(m, k, in, rng), w = random_matrix(n, k, in, rng);
+        HostMatrix bias = random_matrix(1, n, DType::kF32, rng);
+        std::vector<double> want(size_t(m * n));
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+                double sum = with_bias ? bias.values[size_t(j)] : 0.0;
+                for (int64_t l = 0; l < k; ++l) sum += x.values[size_t(i * k + l)] * w.values[size_t(j * k + l)];
+                want[size_t(i * n + j)] = sum;
+            }
+        Tensor dx = to_device(x.tensor), dw = to_device(w.tensor);
+        Tensor dbias = to_device(bias.tensor.view().reshape({n}));
+        Tensor dy = Tensor::empty({m, n}, out, Device::kCuda);
+        ops::matmul(ctx_, dx, dw, with_bias ? &dbias.view() : nullptr, dy);
+        stream_->synchronize();
+        return {read(dy), want};
+    }
+
+    std::unique_ptr<cuda::DeviceStream> stream_;
+    ExecContext ctx_;
+};
+
+TEST_F(CudaMatmul, F32IsPlainFp32NotTf32) {
+    // TF32 keeps 10 mantissa bits: over K = 4096 its error is near 1e-3 of the row; fp32's is near 1e-6.
+    auto [got, want] = product(9, 96, 4096, DType::kF32, DType::kF32, true, 1);
+    const double error = worst_row_error(got, want, 96);
+    std::printf("f32 matmul, k 4096: worst row error %.3g\n", error);
+    EXPECT_LT(error, 2e-5);
+}
+
+TEST_F(CudaMatmul, HalfInputsAccumulateInFp32IntoEitherOutput) {
+    for (DType in : {DType::kBF16, DType::kF16}) {
+        for (bool bias : {false, true}) {
+            SCOPED_TRACE(std::string(dtype_name(in)) + (bias ? " bias" : ""));
+            // f32 logits (the lm_head) keep the fp32 sum: errors of fp32 rounding only.
+            auto [logits, want_logits] = product(5, 509, 2048, in, DType::kF32, bias, 2);
+            const double logit_error = worst_row_error(logits, want_logits, 509);
+            EXPECT_LT(logit_error, 2e-5);
+            // A 16-bit y: one rounding of the fp32 result (half an epsilon of the dtype, plus the sum's error).
+            auto [y, want] = product(33, 64, 1000, in, in, bias, 3);
+            const double eps = in == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+            const double error = worst_row_error(y, want, 64);
+            std::printf("%s: f32 logits error %.3g, %s y error %.3g (half an epsilon: %.3g)\n", dtype_name(in).data(),
+                        logit_error, dtype_name(in).data(), error, eps);
+            EXPECT_LT(error, 2.1 * eps);  // a bias added after the product rounds twice
+        }
+    }
+}
+
+TEST_F(CudaMatmul, AShapeReusesItsPlanAndGivesTheSameBitsEveryCall) {
+    std::mt19937 rng(4);
+    HostMatrix x = random_matrix(37, 512, DType::kBF16, rng), w = random_matrix(300, 512, DType::kBF16, rng);
+    HostMatrix bias = random_matrix(1, 300, DType::kF32, rng);
+    Tensor dx = to_device(x.tensor), dw = to_device(w.tensor), dbias = to_device(bias.tensor.view().reshape({300}));
+    Tensor first = Tensor::empty({37, 300}, DType::kBF16, Device::kCuda);
+    Tensor second = Tensor::empty({37, 300}, DType::kBF16, Device::kCuda);
+    ops::matmul(ctx_, dx, dw, &dbias.view(), first);
+    const size_t plans = cuda::GemmPlanCache::global().size();
+    for (int i = 0; i < 5; ++i) ops::matmul(ctx_, dx, dw, &dbias.view(), second);
+    stream_->synchronize();
+    EXPECT_EQ(cuda::GemmPlanCache::global().size(), plans);
+    EXPECT_EQ(bytes_of(first), bytes_of(second));
+
+    // Where the bias goes for each output dtype, and whether a row's bits change with the number of rows (not
+    // guaranteed: gemm_plan_cache.h), for the record.
+    for (DType out : {DType::kBF16, DType::kF32}) {
+        cuda::GemmKey key;
+        key.m = 37, key.n = 300, key.k = 512, key.in_dtype = DType::kBF16, key.out_dtype = out, key.bias = true;
+        key.workspace_bytes = ctx_.blas_workspace.nbytes();
+        ASSERT_EQ(cudaGetDevice(&key.device), cudaSuccess);
+        const cuda::GemmPlan& plan = cuda::GemmPlanCache::global().get(
+            static_cast<cublasLtHandle_t>(ctx_.blas_handle), key, static_cast<const float*>(dbias.view().data));
+        std::printf("bf16 -> %s with bias: bias %s, algorithm workspace %zu bytes\n", dtype_name(out).data(),
+                    plan.bias_in_epilogue() ? "in the epilogue" : "by add_bias_rows", plan.algo_workspace_bytes());
+    }
+    const std::vector<uint8_t> all = bytes_of(first);
+    for (int64_t rows : {1, 8, 256}) {
+        HostMatrix xs = random_matrix(rows, 512, DType::kBF16, rng);
+        std::memcpy(xs.tensor.view().data, x.tensor.view().data, 512 * 2);  // row 0 as before
+        Tensor dxs = to_device(xs.tensor), dys = Tensor::empty({rows, 300}, DType::kBF16, Device::kCuda);
+        ops::matmul(ctx_, dxs, dw, &dbias.view(), dys);
+        stream_->synchronize();
+        const std::vector<uint8_t> got = bytes_of(dys);
+        std::printf("row 0 of %lld rows %s row 0 of 37 rows\n", static_cast<long long>(rows),
+                    std::memcmp(got.data(), all.data(), 300 * 2) == 0 ? "has the bits of" : "differs from");
+    }
+}
+
+TEST_F(CudaMatmul, WeightsOfAnotherDtypeThanTheActivationsAreRefused) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    Tensor x = Tensor::empty({2, 8}, DType::kBF16, Device::kCuda),
+           w = Tensor::empty({4, 8}, DType::kF32, Device::kCuda);
+    Tensor y = Tensor::empty({2, 4}, DType::kBF16, Device::kCuda),
+           y16 = Tensor::empty({2, 4}, DType::kF16, Device::kCuda);
+    Tensor wb = Tensor::empty({4, 8}, DType::kBF16, Device::kCuda);
+    EXPECT_DEATH(ops::matmul(ctx_, x, w, nullptr, y), "x is BF16 and w is F32; the CUDA backend takes weights in the");
+    EXPECT_DEATH(ops::matmul(ctx_, x, wb, nullptr, y16), "y is F16 for BF16 x and w");
+}
+
+}  // namespace
+}  // namespace taco
