@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "core/json_util.h"
 
 namespace taco {
 
@@ -19,11 +19,9 @@ Result<std::string> read_text_file(const std::string& path) {
 
 Result<nlohmann::json> read_json_file(const std::string& path) {
     TACO_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        return error("{}: invalid JSON: {}", path, e.what());
-    }
+    auto parsed = parse_json(text);
+    if (!parsed) return parsed.status().with_context(path);
+    return std::move(*parsed);
 }
 
 bool file_exists(const std::string& path) {

@@ -111,12 +111,20 @@ Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
     const SamplingParams& p = input.params;
     TACO_RETURN_IF_ERROR(p.validate(model.vocab_size));
     if (!p.stop.empty() && !tokenizer_) return error("stop strings need a tokenizer, and the model folder has none");
-    const int64_t total = int64_t(ids.size()) + p.max_tokens;
-    if (total > scheduler_config_.max_model_len)
+    // Which field is at fault decides the error's first word, which the server turns into the OpenAI `param`:
+    // a prompt that leaves no room for one completion token, else max_tokens.
+    const int64_t max_len = scheduler_config_.max_model_len;
+    const int64_t prompt_len = int64_t(ids.size());
+    if (prompt_len + (p.max_tokens > 0 ? 1 : 0) > max_len)
         return error(
-            "this model's maximum context length is {} tokens, but {} were requested ({} in the prompt, {} "
-            "for the completion)",
-            scheduler_config_.max_model_len, total, ids.size(), p.max_tokens);
+            "the prompt is too long: this model's maximum context length is {} tokens, and the prompt has {} (plus "
+            "at least {} for the completion)",
+            max_len, prompt_len, p.max_tokens > 0 ? 1 : 0);
+    if (p.max_tokens > max_len - prompt_len)
+        return error(
+            "max_tokens is too large: this model's maximum context length is {} tokens, but {} + {} were requested "
+            "({} in the prompt, {} for the completion)",
+            max_len, prompt_len, p.max_tokens, prompt_len, p.max_tokens);
 
     return std::make_shared<RequestGroup>(next_id_++, std::move(ids), p, tokenizer_.get(),
                                           model.generation.eos_token_ids, config_.seed);

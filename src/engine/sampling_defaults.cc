@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 
 namespace taco {
 namespace {
@@ -18,7 +19,7 @@ Status read_number(const json& config, const char* key, const std::string& sourc
     if (!config.contains(key) || config.at(key).is_null()) return Status::ok();
     const json& v = config.at(key);
     if (!v.is_number() || !std::isfinite(v.get<double>()))
-        return error("{}: '{}' must be a number, got {}", source, key, v.dump());
+        return error("{}: '{}' must be a number, got {}", source, key, json_excerpt(v));
     out = v.get<double>();
     return Status::ok();
 }
@@ -26,7 +27,7 @@ Status read_number(const json& config, const char* key, const std::string& sourc
 Status read_integer(const json& config, const char* key, const std::string& source, std::optional<int64_t>& out) {
     if (!config.contains(key) || config.at(key).is_null()) return Status::ok();
     const json& v = config.at(key);
-    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, v.dump());
+    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, json_excerpt(v));
     out = v.get<int64_t>();
     return Status::ok();
 }

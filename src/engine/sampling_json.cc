@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/json_util.h"
+
 namespace taco {
 namespace {
 
@@ -40,17 +42,17 @@ Status read_int(const json& v, const char* key, int64_t& out) {
         out = int64_t(v.get<double>());
         return Status::ok();
     }
-    return error("'{}' must be an integer, got {}", key, v.dump());
+    return error("'{}' must be an integer, got {}", key, json_excerpt(v));
 }
 
 Status read_double(const json& v, const char* key, double& out) {
-    if (!v.is_number()) return error("'{}' must be a number, got {}", key, v.dump());
+    if (!v.is_number()) return error("'{}' must be a number, got {}", key, json_excerpt(v));
     out = v.get<double>();
     return Status::ok();
 }
 
 Status read_bool(const json& v, const char* key, bool& out) {
-    if (!v.is_boolean()) return error("'{}' must be true or false, got {}", key, v.dump());
+    if (!v.is_boolean()) return error("'{}' must be true or false, got {}", key, json_excerpt(v));
     out = v.get<bool>();
     return Status::ok();
 }
@@ -104,14 +106,15 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
                 p.stop.push_back(v.get<std::string>());
             } else if (v.is_array()) {
                 for (const json& s : v) {
-                    if (!s.is_string()) return error("'stop' must be a string or a list of strings, got {}", v.dump());
+                    if (!s.is_string())
+                        return error("'stop' must be a string or a list of strings, got {}", json_excerpt(v));
                     p.stop.push_back(s.get<std::string>());
                 }
             } else {
-                return error("'stop' must be a string or a list of strings, got {}", v.dump());
+                return error("'stop' must be a string or a list of strings, got {}", json_excerpt(v));
             }
         } else if (key == "stop_token_ids") {
-            if (!v.is_array()) return error("'stop_token_ids' must be a list of token ids, got {}", v.dump());
+            if (!v.is_array()) return error("'stop_token_ids' must be a list of token ids, got {}", json_excerpt(v));
             p.stop_token_ids.clear();
             for (const json& id : v) {
                 int32_t token = 0;
@@ -125,7 +128,8 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
         } else if (key == "repetition_penalty") {
             TACO_RETURN_IF_ERROR(read_double(v, k, p.repetition_penalty));
         } else if (key == "logit_bias") {
-            if (!v.is_object()) return error("'logit_bias' must be an object of token id -> bias, got {}", v.dump());
+            if (!v.is_object())
+                return error("'logit_bias' must be an object of token id -> bias, got {}", json_excerpt(v));
             p.logit_bias.clear();
             for (const auto& [id_text, bias] : v.items()) {
                 size_t used = 0;

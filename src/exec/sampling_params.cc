@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/limits.h"
+
 namespace taco {
 
 namespace {
@@ -16,6 +18,11 @@ Status check_logprobs(const char* name, const std::optional<int64_t>& value) {
 
 Status SamplingParams::validate(int64_t vocab_size) const {
     if (n < 1) return error("n must be at least 1, got {}", n);
+    if (n > limits::kMaxSamplesPerPrompt)
+        return error("n must be at most {} (limits::kMaxSamplesPerPrompt), got {}", limits::kMaxSamplesPerPrompt, n);
+    if (best_of && *best_of > limits::kMaxSamplesPerPrompt)
+        return error("best_of must be at most {} (limits::kMaxSamplesPerPrompt), got {}", limits::kMaxSamplesPerPrompt,
+                     *best_of);
     if (best_of && *best_of < n)
         return error("best_of must be greater than or equal to n, got n={} and best_of={}", n, *best_of);
     if (!std::isfinite(temperature) || temperature < 0)

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "io/torch_bin_file.h"
 
 namespace taco {
@@ -144,12 +145,9 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     uint64_t data_bytes = file_bytes - 8 - header_bytes;
     file->data_ = base + 8 + header_bytes;
 
-    nlohmann::json header;
-    try {
-        header = nlohmann::json::parse(header_begin, header_begin + header_bytes);
-    } catch (const nlohmann::json::exception& e) {
-        return error("{}: header is not valid JSON: {}", path, clipped(e.what()));
-    }
+    auto parsed = parse_json(std::string_view(header_begin, header_bytes));
+    if (!parsed) return error("{}: header: {}", path, clipped(parsed.status().message()));
+    const nlohmann::json& header = *parsed;
     if (!header.is_object()) return error("{}: header is a JSON {}, not an object", path, json_type(header));
 
     for (const auto& [name, value] : header.items()) {

@@ -1,5 +1,7 @@
 #include "model/config_aliases.h"
 
+#include "core/json_util.h"
+
 #include <cmath>
 
 namespace taco {
@@ -25,14 +27,14 @@ void alias(json& out, const char* key, std::initializer_list<const char*> aliase
 Result<int64_t> int_key(const json& config, const char* key, const std::string& source) {
     if (!present(config, key)) return error("{}: '{}' is required", source, key);
     const json& v = config.at(key);
-    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, v.dump());
+    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, json_excerpt(v));
     return v.get<int64_t>();
 }
 
 Result<bool> bool_key(const json& config, const char* key, bool fallback, const std::string& source) {
     if (!present(config, key)) return fallback;
     const json& v = config.at(key);
-    if (!v.is_boolean()) return error("{}: '{}' must be true or false, got {}", source, key, v.dump());
+    if (!v.is_boolean()) return error("{}: '{}' must be true or false, got {}", source, key, json_excerpt(v));
     return v.get<bool>();
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "model/config_aliases.h"
 #include "model/remote_config_keys.h"
 
@@ -58,24 +59,27 @@ public:
         std::vector<int32_t> out;
         if (!has(key)) return out;
         const json& v = object_.at(key);
-        if (v.is_number_integer()) return {v.get<int32_t>()};
+        auto is_id = [](const json& x) {
+            return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= limits::kMaxTokenId;
+        };
+        if (is_id(v)) return {v.get<int32_t>()};
         if (v.is_array()) {
             for (const json& item : v) {
-                if (!item.is_number_integer()) {
-                    fail(key, "an integer or a list of integers", v);
+                if (!is_id(item)) {
+                    fail(key, "an integer or a list of integers in [0, limits::kMaxTokenId]", v);
                     return {};
                 }
                 out.push_back(item.get<int32_t>());
             }
             return out;
         }
-        fail(key, "an integer or a list of integers", v);
+        fail(key, "an integer or a list of integers in [0, limits::kMaxTokenId]", v);
         return out;
     }
 
 private:
     void fail(const char* key, const char* expected, const json& got) {
-        if (status_.is_ok()) status_ = error("{}: '{}' must be {}, got {}", source_, key, expected, got.dump());
+        if (status_.is_ok()) status_ = error("{}: '{}' must be {}, got {}", source_, key, expected, json_excerpt(got));
     }
     const json& object_;
     std::string source_;
@@ -98,7 +102,7 @@ Result<std::vector<double>> factor_list(const json& params, const char* key, con
         return error("{}: rope type 'longrope' needs '{}' (a list of numbers)", where, key);
     std::vector<double> out;
     for (const json& v : params.at(key)) {
-        if (!v.is_number()) return error("{}: '{}' must hold numbers, got {}", where, key, v.dump());
+        if (!v.is_number()) return error("{}: '{}' must hold numbers, got {}", where, key, json_excerpt(v));
         out.push_back(v.get<double>());
     }
     return out;
@@ -209,7 +213,7 @@ Result<std::optional<DType>> parse_dtype(const json& config, const std::string& 
     for (const char* key : {"dtype", "torch_dtype"}) {
         if (!config.contains(key) || config.at(key).is_null()) continue;
         const json& v = config.at(key);
-        if (!v.is_string()) return error("{}: '{}' must be a string, got {}", source, key, v.dump());
+        if (!v.is_string()) return error("{}: '{}' must be a string, got {}", source, key, json_excerpt(v));
         std::string name = v.get<std::string>();
         if (name == "float32") return std::optional<DType>(DType::kF32);
         if (name == "float16") return std::optional<DType>(DType::kF16);
@@ -288,6 +292,8 @@ Result<ModelConfig> ModelConfig::from_json(const json& original, const std::stri
     c.mlp_bias = r.get_bool("mlp_bias", false);
     c.sliding_window = r.get_int("sliding_window", 0);
     TACO_RETURN_IF_ERROR(r.status());
+    // Before anything is sized from them (layer_types below, weights, KV): products of bounded sizes fit int64.
+    TACO_RETURN_IF_ERROR(c.check_size_bounds().with_context(source));
     TACO_ASSIGN_OR_RETURN(c.rope, parse_rope(config, source));
     TACO_ASSIGN_OR_RETURN(c.rope_local, parse_local_rope(config, source));
     TACO_ASSIGN_OR_RETURN(c.dtype, parse_dtype(config, source));
@@ -309,7 +315,7 @@ Result<ModelConfig> ModelConfig::from_json(const json& original, const std::stri
                 c.layer_types[i] = LayerAttention::kSliding;
                 continue;
             }
-            return error("{}: layer_types[{}] = {} is not supported", source, i, types[i].dump());
+            return error("{}: layer_types[{}] = {} is not supported", source, i, json_excerpt(types[i]));
         }
     } else if (config.contains("use_sliding_window")) {
         bool use = r.get_bool("use_sliding_window", false);
@@ -352,7 +358,38 @@ Status ModelConfig::apply_generation_config(const json& generation_json, const s
     return r.status();
 }
 
+Status ModelConfig::check_size_bounds() const {
+    const std::pair<const char*, int64_t> dims[] = {
+        {"vocab_size", vocab_size},
+        {"hidden_size", hidden_size},
+        {"intermediate_size", intermediate_size},
+        {"num_attention_heads", num_attention_heads},
+        {"num_key_value_heads", num_key_value_heads},
+        {"head_dim", head_dim},
+        {"num_experts", num_experts},
+        {"num_experts_per_tok", num_experts_per_tok},
+        {"moe_intermediate_size", moe_intermediate_size},
+        {"shared_expert_intermediate_size", shared_expert_intermediate_size}};
+    for (const auto& [key, value] : dims)
+        if (value < 0 || value > limits::kMaxModelDim)
+            return error("'{}' must be in [1, {}] (limits::kMaxModelDim), got {}", key, limits::kMaxModelDim, value);
+    if (num_hidden_layers < 0 || num_hidden_layers > limits::kMaxModelLayers)
+        return error("'num_hidden_layers' must be in [1, {}] (limits::kMaxModelLayers), got {}",
+                     limits::kMaxModelLayers, num_hidden_layers);
+    if (max_position_embeddings < 0 || max_position_embeddings > limits::kMaxModelPositions)
+        return error("'max_position_embeddings' must be in [1, {}] (limits::kMaxModelPositions), got {}",
+                     limits::kMaxModelPositions, max_position_embeddings);
+    // rotary_dim() casts head_dim x factor to an integer.
+    if (!(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1))
+        return error("'partial_rotary_factor' must be in (0, 1], got {}", rope.partial_rotary_factor);
+    if (sliding_window < 0 || sliding_window > limits::kMaxModelPositions)
+        return error("'sliding_window' must be in [0, {}] (limits::kMaxModelPositions), got {}",
+                     limits::kMaxModelPositions, sliding_window);
+    return Status::ok();
+}
+
 Status ModelConfig::validate() const {
+    TACO_RETURN_IF_ERROR(check_size_bounds());
     auto positive = [](int64_t v) { return v > 0; };
     if (!positive(vocab_size)) return error("'vocab_size' must be positive, got {}", vocab_size);
     if (!positive(hidden_size)) return error("'hidden_size' must be positive, got {}", hidden_size);
@@ -378,16 +415,21 @@ Status ModelConfig::validate() const {
 }
 
 int64_t ModelConfig::derived_max_model_len() const {
+    // A scaled length is clamped to the positions limit (a huge rope factor must not overflow the cast).
+    auto scaled = [](int64_t base, double factor) {
+        const double len = double(base) * factor;
+        return len < double(limits::kMaxModelPositions) ? int64_t(len) : limits::kMaxModelPositions;
+    };
     switch (rope.type) {
         case RopeType::kDefault:
         case RopeType::kLlama3:
         case RopeType::kLongRope: return max_position_embeddings;  // Phi3 stores the extended length
         case RopeType::kLinear:
-        case RopeType::kDynamic: return int64_t(double(max_position_embeddings) * rope.factor);
+        case RopeType::kDynamic: return scaled(max_position_embeddings, rope.factor);
         case RopeType::kYarn: {
             int64_t base = rope.original_max_position_embeddings > 0 ? rope.original_max_position_embeddings
                                                                      : max_position_embeddings;
-            return int64_t(double(base) * rope.factor);
+            return scaled(base, rope.factor);
         }
     }
     return max_position_embeddings;

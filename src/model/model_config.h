@@ -105,6 +105,9 @@ struct ModelConfig {
     static Result<ModelConfig> from_json(const nlohmann::json& config, const std::string& source);
     Status apply_generation_config(const nlohmann::json& generation, const std::string& source);
 
+    // Every size from the file within core/limits.h (a clear error naming the key), so that products of sizes
+    // cannot overflow; validate() calls it too.
+    Status check_size_bounds() const;
     Status validate() const;
     int64_t rotary_dim() const { return int64_t(double(head_dim) * rope.partial_rotary_factor); }
     // vLLM's default context length: max_position_embeddings, times the rope factor for linear/dynamic/yarn

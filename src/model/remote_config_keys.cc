@@ -1,5 +1,7 @@
 #include "model/remote_config_keys.h"
 
+#include "core/json_util.h"
+
 #include <algorithm>
 
 namespace taco {
@@ -12,21 +14,21 @@ bool present(const json& config, const char* key) { return config.contains(key) 
 Result<int64_t> int_or(const json& config, const char* key, int64_t fallback, const std::string& source) {
     if (!present(config, key)) return fallback;
     const json& v = config.at(key);
-    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, v.dump());
+    if (!v.is_number_integer()) return error("{}: '{}' must be an integer, got {}", source, key, json_excerpt(v));
     return v.get<int64_t>();
 }
 
 Result<double> number_or(const json& config, const char* key, double fallback, const std::string& source) {
     if (!present(config, key)) return fallback;
     const json& v = config.at(key);
-    if (!v.is_number()) return error("{}: '{}' must be a number, got {}", source, key, v.dump());
+    if (!v.is_number()) return error("{}: '{}' must be a number, got {}", source, key, json_excerpt(v));
     return v.get<double>();
 }
 
 Result<bool> bool_or(const json& config, const char* key, bool fallback, const std::string& source) {
     if (!present(config, key)) return fallback;
     const json& v = config.at(key);
-    if (!v.is_boolean()) return error("{}: '{}' must be true or false, got {}", source, key, v.dump());
+    if (!v.is_boolean()) return error("{}: '{}' must be true or false, got {}", source, key, json_excerpt(v));
     return v.get<bool>();
 }
 

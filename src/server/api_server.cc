@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_util.h"
 #include "core/log.h"
 #include "engine/sampling_json.h"
 #include "server/completion_reply.h"
@@ -28,12 +29,10 @@ HandlerResult json_reply(const json& body) {
 }
 
 std::optional<json> parse_body(const HttpRequest& request, ApiError& error) {
-    try {
-        return json::parse(request.body);
-    } catch (const json::parse_error& e) {
-        error = ApiError{400, fmt::format("invalid JSON in the request body: {}", e.what()), "", "BadRequestError"};
-        return std::nullopt;
-    }
+    auto parsed = parse_json(request.body);
+    if (parsed) return std::move(*parsed);
+    error = ApiError{400, fmt::format("the request body: {}", parsed.status().message()), "", "BadRequestError"};
+    return std::nullopt;
 }
 
 }  // namespace
@@ -70,6 +69,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     auto defaults = SamplingDefaults::load(opts.generation_config, opts.model_dir);
     if (!defaults) return defaults.status();
     server->context_.defaults = *defaults;
+    server->context_.max_sequences_per_request = opts.max_pending_requests;
     if (!defaults->empty())
         log_info(
             "server: default sampling parameters from generation_config.json: {} (requests override them; "
@@ -146,7 +146,11 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
             for (const auto& submitted : streams) engine_->abort(submitted->id());
             const std::string& message = stream.status().message();
             const std::string first_word = message.substr(0, message.find(' '));
-            return error_reply({400, message, is_sampling_key(first_word) ? first_word : "", "BadRequestError"});
+            std::string param = is_sampling_key(first_word) ? first_word : "";
+            // Engine errors about the prompt itself (too long for the context, empty, ids outside the vocabulary).
+            if (message.rfind("the prompt", 0) == 0 || message.rfind("prompt token", 0) == 0)
+                param = endpoint == Endpoint::kChat ? "messages" : "prompt";
+            return error_reply({400, message, param, "BadRequestError"});
         }
         streams.push_back(std::move(*stream));
     }
@@ -202,7 +206,8 @@ HandlerResult ApiServer::detokenize(const HttpRequest& request) {
     std::vector<int32_t> ids;
     for (const json& id : body->at("tokens")) {
         if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= tokenizer->vocab_size())
-            return error_reply({400, fmt::format("'tokens' holds {}, which is not a token id", id.dump()), "tokens"});
+            return error_reply(
+                {400, fmt::format("'tokens' holds {}, which is not a token id", json_excerpt(id)), "tokens"});
         ids.push_back(id.get<int32_t>());
     }
     return json_reply({{"prompt", tokenizer->decode(ids, false)}});

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "server/hf_cache.h"
 #include "server/http_fetch.h"
 
@@ -314,7 +315,9 @@ Result<std::string> HubDownloader::download(const std::string& repo_id) {
     std::string commit;
     std::vector<std::string> siblings;
     try {
-        const auto info = nlohmann::json::parse(listing.body);
+        auto parsed = parse_json(listing.body);
+        if (!parsed) throw std::runtime_error(parsed.status().message());
+        const nlohmann::json& info = *parsed;
         commit = info.at("sha").get<std::string>();
         for (const auto& sibling : info.at("siblings")) siblings.push_back(sibling.at("rfilename").get<std::string>());
     } catch (const std::exception& e) {

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
+#include "core/json_util.h"
 #include "engine/sampling_json.h"
 
 namespace taco::server {
@@ -21,7 +23,7 @@ bool present(const json& body, const char* key) { return body.contains(key) && !
 bool read_bool(const json& body, const char* key, bool& out, ApiError& error) {
     if (!present(body, key)) return true;
     if (!body.at(key).is_boolean()) {
-        fail(error, fmt::format("'{}' must be true or false, got {}", key, body.at(key).dump()), key);
+        fail(error, fmt::format("'{}' must be true or false, got {}", key, json_excerpt(body.at(key))), key);
         return false;
     }
     out = body.at(key).get<bool>();
@@ -33,12 +35,24 @@ bool read_ids(const json& list, std::vector<int32_t>& ids, ApiError& error) {
     for (const json& id : list) {
         if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
             id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-            fail(error, fmt::format("'prompt' holds {}, which is not a token id", id.dump()), "prompt");
+            fail(error, fmt::format("'prompt' holds {}, which is not a token id", json_excerpt(id)), "prompt");
             return false;
         }
         ids.push_back(id.get<int32_t>());
     }
     return true;
+}
+
+// A request starts num_prompts x max(n, best_of) engine sequences; refused past ctx.max_sequences_per_request.
+bool check_sequence_count(int64_t num_prompts, const SamplingParams& params, const ParseContext& ctx, ApiError& error) {
+    const int64_t samples = std::max(params.n, params.best_of.value_or(params.n));
+    if (num_prompts * samples <= ctx.max_sequences_per_request) return true;
+    fail(error,
+         fmt::format("the request asks for {} prompts x {} samples = {} sequences, more than this server's limit of "
+                     "{} (--max-pending-requests)",
+                     num_prompts, samples, num_prompts * samples, ctx.max_sequences_per_request),
+         num_prompts > 1 ? "prompt" : "n");
+    return false;
 }
 
 // Common parameters of both endpoints: model, stream, stream_options, user, sampling keys.
@@ -85,6 +99,17 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
         if (m.size() > 1 && m[0] == '\'') param = m.substr(1, m.find('\'', 1) - 1);
         fail(error, m, param);
         return false;
+    }
+    // Checked here, before any per-sample or per-prompt state exists (SamplingParams::validate checks again).
+    const std::pair<const char*, int64_t> samples[] = {{"n", params.n}, {"best_of", params.best_of.value_or(1)}};
+    for (const auto& [key, value] : samples) {
+        if (value > limits::kMaxSamplesPerPrompt) {
+            fail(error,
+                 fmt::format("'{}' must be at most {} (limits::kMaxSamplesPerPrompt), got {}", key,
+                             limits::kMaxSamplesPerPrompt, value),
+                 key);
+            return false;
+        }
     }
     if (present(body, "logit_bias") && !body.at("logit_bias").is_object()) {
         fail(error, "'logit_bias' must be an object of token id -> bias", "logit_bias");
@@ -171,6 +196,9 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
         job.echo_texts.push_back(job.echo ? text : "");
         job.inputs.push_back(GenerationInput{std::move(text), {}, params});
     };
+    // A list of strings or of id lists is one prompt per item; counted before any is copied.
+    const bool prompt_list = prompt.is_array() && !prompt.empty() && !prompt.at(0).is_number();
+    if (!check_sequence_count(prompt_list ? int64_t(prompt.size()) : 1, params, ctx, error)) return std::nullopt;
     const std::string kPromptShape =
         "'prompt' must be a string, a list of strings, a list of token ids or a list of "
         "token-id lists";
@@ -289,6 +317,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
         params.logprobs = 0;
     }
     job.n = params.n;
+    if (!check_sequence_count(1, params, ctx, error)) return std::nullopt;
     if (!ctx.engine->tokenizer()) return fail(error, "this model has no tokenizer; chat needs one", "messages");
     auto prompt = render_chat(body, ctx, error);
     if (!prompt) return std::nullopt;

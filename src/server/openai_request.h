@@ -49,6 +49,9 @@ struct ParseContext {
     const ChatTemplate* chat_template = nullptr;  // null: the model has none
     std::vector<std::string> model_names;         // names accepted in "model"
     SamplingDefaults defaults;                    // --generation-config: for parameters a request leaves out
+    // Engine sequences one request may start (prompts x max(n, best_of)): --max-pending-requests, so a prompt list
+    // cannot get past the server's pending limit (see core/limits.h).
+    int64_t max_sequences_per_request = 8192;
 };
 
 // The body must already be a parsed JSON value.

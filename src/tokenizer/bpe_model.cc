@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/json_util.h"
+#include "core/limits.h"
 #include "tokenizer/unicode_utils.h"
 
 namespace taco {
@@ -70,6 +72,10 @@ Result<std::unique_ptr<BpeModel>> BpeModel::create(std::vector<std::pair<std::st
     int32_t max_id = -1;
     for (const auto& [token, id] : vocab) {
         if (id < 0) return error("BPE vocab: token '{}' has negative id {}", token, id);
+        // The id table is dense (max id + 1 entries): an id past the limit would allocate gigabytes.
+        if (id > limits::kMaxTokenId)
+            return error("BPE vocab: token '{}' has id {}, past the limit of {} (limits::kMaxTokenId)", token, id,
+                         limits::kMaxTokenId);
         max_id = std::max(max_id, id);
     }
     m->id_to_token_.resize(static_cast<size_t>(max_id + 1));
@@ -159,7 +165,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::from_json(
             } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
                 merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
             } else {
-                return error("model BPE: bad merge entry {}", m.dump());
+                return error("model BPE: bad merge entry {}", json_excerpt(m));
             }
         }
     }

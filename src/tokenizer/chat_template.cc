@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 
 namespace taco {
 
@@ -23,11 +24,9 @@ std::optional<std::string> token_content(const nlohmann::ordered_json& value) {
 
 Result<nlohmann::ordered_json> read_ordered_json(const std::string& path) {
     TACO_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-    try {
-        return nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        return error("{}: invalid JSON: {}", path, e.what());
-    }
+    auto parsed = parse_ordered_json(text);
+    if (!parsed) return parsed.status().with_context(path);
+    return std::move(*parsed);
 }
 
 Result<ChatTemplate> compile_error(const Status& status, const std::string& where) {

@@ -1,5 +1,6 @@
 #include "tokenizer/decoders.h"
 
+#include "core/json_util.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/split_pattern.h"
 #include "tokenizer/unicode_utils.h"
@@ -212,7 +213,7 @@ std::string clean_up_tokenization(std::string text) {
 Result<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& j) {
     if (j.is_null()) return std::unique_ptr<Decoder>();
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-        return error("decoder: expected an object with a \"type\", got {}", j.dump().substr(0, 200));
+        return error("decoder: expected an object with a \"type\", got {}", json_excerpt(j));
     }
     std::string type = j["type"];
     if (type == "ByteLevel") return std::unique_ptr<Decoder>(new ByteLevelDecoder());

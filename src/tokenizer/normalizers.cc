@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/json_util.h"
 #include "tokenizer/split_pattern.h"
 #include "tokenizer/unicode_utils.h"
 
@@ -151,7 +152,7 @@ bool get_bool(const nlohmann::json& j, const char* key, bool fallback) {
 Result<std::unique_ptr<Normalizer>> make_normalizer(const nlohmann::json& j) {
     if (j.is_null()) return std::unique_ptr<Normalizer>();
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-        return error("normalizer: expected an object with a \"type\", got {}", j.dump().substr(0, 200));
+        return error("normalizer: expected an object with a \"type\", got {}", json_excerpt(j));
     }
     std::string type = j["type"];
     if (type == "NFC") return std::unique_ptr<Normalizer>(new UnicodeNormalizer(unicode::NormalForm::kNfc));

@@ -1,5 +1,7 @@
 #include "tokenizer/post_processors.h"
 
+#include "core/json_util.h"
+
 #include <string>
 
 namespace taco {
@@ -49,7 +51,7 @@ Result<std::unique_ptr<PostProcessor>> make_template(const nlohmann::json& j) {
             continue;
         }
         if (!piece.contains("SpecialToken") || !piece["SpecialToken"].contains("id")) {
-            return error("post_processor TemplateProcessing: bad template piece {}", piece.dump());
+            return error("post_processor TemplateProcessing: bad template piece {}", json_excerpt(piece));
         }
         std::string name = piece["SpecialToken"]["id"].get<std::string>();
         if (!specials.contains(name) || !specials[name].contains("ids") || !specials[name]["ids"].is_array()) {
@@ -80,7 +82,7 @@ std::unique_ptr<PostProcessor> make_bos_eos_post_processor(std::vector<int32_t> 
 Result<std::unique_ptr<PostProcessor>> make_post_processor(const nlohmann::json& j) {
     if (j.is_null()) return std::unique_ptr<PostProcessor>();
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-        return error("post_processor: expected an object with a \"type\", got {}", j.dump().substr(0, 200));
+        return error("post_processor: expected an object with a \"type\", got {}", json_excerpt(j));
     }
     std::string type = j["type"];
     if (type == "ByteLevel") return std::unique_ptr<PostProcessor>(new NoOpPostProcessor());  // offsets only

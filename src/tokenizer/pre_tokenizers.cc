@@ -3,6 +3,7 @@
 #include <array>
 #include <functional>
 
+#include "core/json_util.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode_utils.h"
 
@@ -295,7 +296,7 @@ std::unique_ptr<PreTokenizer> make_metaspace_pre_tokenizer(const std::string& re
 Result<std::unique_ptr<PreTokenizer>> make_pre_tokenizer(const nlohmann::json& j) {
     if (j.is_null()) return std::unique_ptr<PreTokenizer>();
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-        return error("pre_tokenizer: expected an object with a \"type\", got {}", j.dump().substr(0, 200));
+        return error("pre_tokenizer: expected an object with a \"type\", got {}", json_excerpt(j));
     }
     std::string type = j["type"];
     if (type == "Split") {

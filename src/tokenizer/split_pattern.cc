@@ -1,5 +1,7 @@
 #include "tokenizer/split_pattern.h"
 
+#include "core/json_util.h"
+
 #include <algorithm>
 
 namespace taco {
@@ -11,7 +13,7 @@ Result<SplitPattern> SplitPattern::from_json(const nlohmann::json& j) {
     if (j.is_object() && j.contains("Regex") && j["Regex"].is_string()) {
         return regex(j["Regex"].get<std::string>());
     }
-    return error("pattern must be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", j.dump());
+    return error("pattern must be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", json_excerpt(j));
 }
 
 SplitPattern SplitPattern::literal(std::string text) {
@@ -75,7 +77,7 @@ Result<SplitBehavior> parse_split_behavior(const nlohmann::json& j) {
     if (s == "MergedWithPrevious") return SplitBehavior::kMergedWithPrevious;
     if (s == "MergedWithNext") return SplitBehavior::kMergedWithNext;
     if (s == "Contiguous") return SplitBehavior::kContiguous;
-    return error("unknown split behavior {}", j.dump());
+    return error("unknown split behavior {}", json_excerpt(j));
 }
 
 std::vector<std::pair<size_t, size_t>> apply_split_behavior(

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/json_scan.h"
 #include "tokenizer/tokenizer_impl.h"
@@ -41,11 +42,15 @@ Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {
     for (const auto& t : j) {
         if (!t.is_object() || !t.contains("content") || !t["content"].is_string() || !t.contains("id") ||
             !t["id"].is_number_integer()) {
-            return error("added_tokens: entry {} needs \"id\" and \"content\"", t.dump().substr(0, 200));
+            return error("added_tokens: entry {} needs \"id\" and \"content\"", json_excerpt(t));
         }
+        const int64_t id = t["id"].get<int64_t>();
+        if (id < 0 || id > limits::kMaxTokenId)
+            return error("added_tokens: entry {} has id {}, outside [0, {}] (limits::kMaxTokenId)", json_excerpt(t), id,
+                         limits::kMaxTokenId);
         AddedToken a;
         a.content = t["content"].get<std::string>();
-        a.id = t["id"].get<int32_t>();
+        a.id = int32_t(id);
         a.single_word = t.value("single_word", false);
         a.lstrip = t.value("lstrip", false);
         a.rstrip = t.value("rstrip", false);
@@ -74,19 +79,14 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& 
                                                              const std::string& config_json, const std::string& name) {
     auto scanned = scan_tokenizer_json(tokenizer_json);
     if (!scanned) return scanned.status().with_context(name);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(scanned->rest);
-    } catch (const nlohmann::json::parse_error& e) {
-        return error("{}: invalid JSON: {}", name, e.what());
-    }
+    auto parsed = parse_json(scanned->rest);
+    if (!parsed) return parsed.status().with_context(name);
+    nlohmann::json j = std::move(*parsed);
     nlohmann::json config;
     if (!config_json.empty()) {
-        try {
-            config = nlohmann::json::parse(config_json);
-        } catch (const nlohmann::json::parse_error& e) {
-            return error("tokenizer_config.json: invalid JSON: {}", e.what());
-        }
+        auto parsed_config = parse_json(config_json);
+        if (!parsed_config) return parsed_config.status().with_context("tokenizer_config.json");
+        config = std::move(*parsed_config);
     }
     if (!j.is_object()) return error("{}: expected a JSON object", name);
     if (!j.contains("model")) return error("{}: missing \"model\"", name);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_util.h"
 #include "tokenizer/unicode_utils.h"
 
 namespace taco {
@@ -19,7 +20,7 @@ Result<std::unique_ptr<UnigramModel>> UnigramModel::from_json(const nlohmann::js
     m->ids_.reserve(j["vocab"].size());
     for (const auto& entry : j["vocab"]) {
         if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() || !entry[1].is_number()) {
-            return error("model Unigram: bad vocab entry {}", entry.dump().substr(0, 100));
+            return error("model Unigram: bad vocab entry {}", json_excerpt(entry));
         }
         auto id = static_cast<int32_t>(m->pieces_.size());
         m->pieces_.push_back(entry[0].get<std::string>());

@@ -1,5 +1,6 @@
 #include "tokenizer/wordpiece_model.h"
 
+#include "core/limits.h"
 #include "tokenizer/unicode_utils.h"
 
 namespace taco {
@@ -28,6 +29,10 @@ Result<std::unique_ptr<WordPieceModel>> WordPieceModel::from_json(
     int32_t max_id = -1;
     for (const auto& [token, id] : vocab) {
         if (id < 0) return error("model WordPiece: token '{}' has negative id {}", token, id);
+        // The id table is dense (max id + 1 entries): an id past the limit would allocate gigabytes.
+        if (id > limits::kMaxTokenId)
+            return error("model WordPiece: token '{}' has id {}, past the limit of {} (limits::kMaxTokenId)", token, id,
+                         limits::kMaxTokenId);
         max_id = std::max(max_id, id);
     }
     m->id_to_token_.resize(static_cast<size_t>(max_id + 1));

@@ -1,5 +1,7 @@
 #include "model/archs/config_keys.h"
 
+#include "core/json_util.h"
+
 #include <nlohmann/json.hpp>
 
 namespace taco::archs {
@@ -11,7 +13,7 @@ const nlohmann::json* find(const ModelConfig& config, const char* key) {
 }
 
 Status wrong_type(const ModelConfig& config, const char* key, const char* expected, const nlohmann::json& got) {
-    return error("config.json of {}: '{}' must be {}, got {}", config.architecture, key, expected, got.dump());
+    return error("config.json of {}: '{}' must be {}, got {}", config.architecture, key, expected, json_excerpt(got));
 }
 
 Status missing(const ModelConfig& config, const char* key) {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/limits.h"
 #include "core/status.h"
 #include "tokenizer/jinja/ast.h"
 #include "tokenizer/jinja/value.h"
@@ -28,10 +29,15 @@ private:
     std::vector<std::pair<std::string, Value>> vars_;
 };
 
+// Defaults: core/limits.h. List and built-size limits are enforced by Value's constructors (value.h,
+// RenderBudgetScope), which every list and string a template builds goes through.
 struct RenderLimits {
-    size_t max_output_bytes = size_t{64} << 20;
-    int64_t max_steps = 5'000'000;  // statements + loop iterations + calls (~1 us each)
+    size_t max_output_bytes = limits::kMaxTemplateOutputBytes;
+    int64_t max_steps = limits::kMaxTemplateSteps;  // statements + loop iterations + calls (~1 us each)
     int max_call_depth = 100;
+    size_t max_list_items = limits::kMaxTemplateListItems;
+    int64_t max_built_items = limits::kMaxTemplateBuiltItems;
+    int64_t max_built_bytes = limits::kMaxTemplateBuiltBytes;
 };
 
 // Named-or-positional argument binding, as Python binds f(a, b=1, c=2).

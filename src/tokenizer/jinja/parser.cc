@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/limits.h"
 #include "tokenizer/jinja/filters.h"
 #include "tokenizer/jinja/tests.h"
 
@@ -14,7 +15,7 @@ namespace taco::jinja {
 namespace {
 
 // Deeper nesting than this is refused instead of risking the C++ stack (jinja2 would hit Python's limit).
-constexpr int kMaxNesting = 200;
+constexpr int kMaxNesting = limits::kMaxTemplateNesting;
 // Longest chain of operators/filters/postfix operations in one expression (a+b+c+..., x|f|g|..., a.b.c...).
 constexpr int kMaxExprDepth = 300;
 

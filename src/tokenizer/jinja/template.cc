@@ -114,8 +114,10 @@ Result<std::string> Template::render(const std::vector<std::pair<std::string, Va
     Evaluator evaluator(options.limits, options.now_epoch_seconds);
     std::string out;
     try {
+        const RenderLimits& l = options.limits;
+        RenderBudgetScope budget(l.max_list_items, l.max_built_items, l.max_built_bytes);
         TACO_RETURN_IF_ERROR(evaluator.render(*body_, frame, out));
-    } catch (const std::length_error& e) {  // thrown by Value::str()/repr() past kMaxPrintBytes
+    } catch (const std::length_error& e) {  // Value::str()/repr() past kMaxPrintBytes, RenderBudgetScope's limits
         return error("template render failed: {}", e.what());
     } catch (const std::bad_alloc&) {
         return Status::error("template render failed: out of memory");

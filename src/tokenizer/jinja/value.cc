@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/limits.h"
 #include "tokenizer/jinja/text_util.h"
 
 namespace taco::jinja {
@@ -56,7 +57,52 @@ Value Value::floating(double f) {
     return v;
 }
 
+namespace {
+
+// The budget of the render running on this thread (RenderBudgetScope); inactive outside a render.
+struct BuildBudget {
+    bool active = false;
+    size_t max_list_items = limits::kMaxTemplateListItems;
+    int64_t items_left = 0;
+    int64_t bytes_left = 0;
+};
+thread_local BuildBudget build_budget;
+
+void charge_string(size_t bytes) {
+    if (!build_budget.active) return;
+    build_budget.bytes_left -= int64_t(bytes);
+    if (build_budget.bytes_left < 0)
+        throw std::length_error(
+            fmt::format("the template built more than {} bytes of strings (limits::"
+                        "kMaxTemplateBuiltBytes)",
+                        limits::kMaxTemplateBuiltBytes));
+}
+
+void charge_list(size_t items) {
+    if (items > build_budget.max_list_items)
+        throw std::length_error(
+            fmt::format("a template list of {} items is longer than the limit of {} "
+                        "(limits::kMaxTemplateListItems)",
+                        items, build_budget.max_list_items));
+    if (!build_budget.active) return;
+    build_budget.items_left -= int64_t(items);
+    if (build_budget.items_left < 0)
+        throw std::length_error(
+            fmt::format("the template built more than {} list items (limits::"
+                        "kMaxTemplateBuiltItems)",
+                        limits::kMaxTemplateBuiltItems));
+}
+
+}  // namespace
+
+RenderBudgetScope::RenderBudgetScope(size_t max_list_items, int64_t max_built_items, int64_t max_built_bytes) {
+    build_budget = BuildBudget{true, max_list_items, max_built_items, max_built_bytes};
+}
+
+RenderBudgetScope::~RenderBudgetScope() { build_budget = BuildBudget{}; }
+
 Value Value::string(std::string s) {
+    charge_string(s.size());
     Value v;
     v.kind_ = ValueKind::kString;
     v.s_ = std::make_shared<const std::string>(std::move(s));
@@ -64,6 +110,7 @@ Value Value::string(std::string s) {
 }
 
 Value Value::list(std::vector<Value> items) {
+    charge_list(items.size());
     Value v;
     v.kind_ = ValueKind::kList;
     v.list_ = std::make_shared<const std::vector<Value>>(std::move(items));
@@ -84,6 +131,7 @@ Value Value::tuple(std::vector<Value> items) {
 }
 
 Value Value::dict(ValueDict d) {
+    charge_list(d.entries.size());
     Value v;
     v.kind_ = ValueKind::kDict;
     v.dict_ = std::make_shared<ValueDict>(std::move(d));

@@ -132,6 +132,17 @@ struct ValueDict {
     void set(const Value& key, Value value);  // replaces in place or appends
 };
 
+// While one lives on a thread, every list (tuple, dict view) and string built there is charged to a budget: a
+// list longer than max_list_items, or more than max_built_items items / max_built_bytes string bytes built in all,
+// throws std::length_error, which Template::render turns into a Status. Without one only the per-list cap holds.
+class RenderBudgetScope {
+public:
+    RenderBudgetScope(size_t max_list_items, int64_t max_built_items, int64_t max_built_bytes);
+    ~RenderBudgetScope();
+    RenderBudgetScope(const RenderBudgetScope&) = delete;
+    RenderBudgetScope& operator=(const RenderBudgetScope&) = delete;
+};
+
 constexpr int kMaxJsonInputDepth = 256;
 constexpr size_t kMaxPrintBytes = size_t{64} << 20;
 // Whether j nests at most max_depth levels of arrays/objects.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_util.h"
 #include "engine/engine.h"
 #include "engine/sampling_defaults.h"
 #include "engine/sampling_json.h"
@@ -62,12 +63,9 @@ Result<std::vector<GenerationInput>> read_prompts_file(const std::string& path, 
     for (int line_number = 1; std::getline(in, line); ++line_number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::string where = fmt::format("{}:{}", path, line_number);
-        json object;
-        try {
-            object = json::parse(line);
-        } catch (const json::parse_error& e) {
-            return error("{}: invalid JSON: {}", where, e.what());
-        }
+        auto parsed = parse_json(line);
+        if (!parsed) return parsed.status().with_context(where);
+        const json& object = *parsed;
         if (!object.is_object()) return error("{}: each line must be a JSON object", where);
         GenerationInput input;
         input.params = defaults;
@@ -79,7 +77,7 @@ Result<std::vector<GenerationInput>> read_prompts_file(const std::string& path, 
                 if (!value.is_array()) return error("{}: 'prompt_ids' must be a list of token ids", where);
                 for (const json& id : value) {
                     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-                        return error("{}: 'prompt_ids' holds {}, not a token id", where, id.dump());
+                        return error("{}: 'prompt_ids' holds {}, not a token id", where, json_excerpt(id));
                     input.prompt_ids.push_back(id.get<int32_t>());
                 }
             } else if (!is_sampling_key(key)) {

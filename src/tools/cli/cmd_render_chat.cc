@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "tokenizer/chat_template.h"
 #include "tools/cli/command.h"
 
@@ -24,11 +25,9 @@ struct RenderChatOptions {
 };
 
 nlohmann::ordered_json parse_json_or_fail(const std::string& text, const std::string& what) {
-    try {
-        return nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        fail(what + ": invalid JSON: " + e.what());
-    }
+    auto parsed = parse_ordered_json(text);
+    if (!parsed) fail(what + ": " + parsed.status().message());
+    return std::move(*parsed);
 }
 
 void run_render_chat(const RenderChatOptions& opts) {

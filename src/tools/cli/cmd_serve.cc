@@ -80,6 +80,10 @@ void run_serve(ServeArgs& args) {
             fmt::format("--tensor-parallel-size {}: tensor parallelism is not implemented in this build; only 1 is "
                         "supported",
                         args.tensor_parallel_size));
+    // Flags checked before any download or load: a server that starts must be able to serve.
+    if (args.server.max_pending_requests < 1)
+        fail(fmt::format("--max-pending-requests must be at least 1, got {}", args.server.max_pending_requests));
+    if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
         !std::filesystem::is_directory(args.generation_config))

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_util.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/cli/command.h"
 
@@ -28,13 +29,9 @@ template <class Handle>
 void for_each_json_line(Handle handle) {
     std::string line;
     for (size_t line_no = 1; std::getline(std::cin, line); ++line_no) {
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
-            fail(fmt::format("stdin line {}: invalid JSON: {}", line_no, e.what()));
-        }
-        handle(j, line_no);
+        auto j = parse_json(line);
+        if (!j) fail(fmt::format("stdin line {}: {}", line_no, j.status().message()));
+        handle(*j, line_no);
     }
     std::cout.flush();
 }
@@ -56,7 +53,7 @@ void run_detokenize(const TokenizeArgs& args) {
         std::vector<int32_t> ids;
         for (const auto& v : j) {
             if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-                fail(fmt::format("stdin line {}: {} is not a token id", line_no, v.dump()));
+                fail(fmt::format("stdin line {}: {} is not a token id", line_no, json_excerpt(v)));
             }
             ids.push_back(v.get<int32_t>());
         }

@@ -1,0 +1,108 @@
+// Hostile request bodies (core/limits.h): deep nesting, huge n / best_of, long prompt lists, numbers beyond double
+// range, context-length errors. Each gets a 400 naming the field and the limit; the server keeps serving.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "test_client.h"
+
+namespace taco::server::testing {
+namespace {
+
+using json = nlohmann::json;
+
+json error_of(const HttpResult& r) {
+    json body = json::parse(r.body, nullptr, false);
+    return body.is_object() && body.contains("error") ? body["error"] : json();
+}
+
+void expect_error(const HttpResult& r, int status, const std::string& needle, const json& param) {
+    EXPECT_EQ(r.status, status) << r.body;
+    const json e = error_of(r);
+    ASSERT_TRUE(e.is_object()) << r.body;
+    EXPECT_NE(e["message"].get<std::string>().find(needle), std::string::npos) << r.body;
+    EXPECT_EQ(e["param"], param) << r.body;
+}
+
+std::string nested(int depth) { return std::string(size_t(depth), '[') + std::string(size_t(depth), ']'); }
+
+TEST(ServerLimits, DeepNestingInAnyEchoedFieldIsA400NamingTheLimit) {
+    TestServer s("tests/data/models/llama");
+    const std::string deep = nested(50000);
+    for (const char* field : {"max_tokens", "stop", "prompt", "logit_bias", "n", "temperature"}) {
+        const std::string body = std::string("{\"prompt\": [1, 2], \"") + field + "\": " + deep + "}";
+        expect_error(http_call(s.port, "POST", "/v1/completions", body), 400, "nested deeper than 128", nullptr);
+    }
+    expect_error(http_call(s.port, "POST", "/detokenize", "{\"tokens\": " + deep + "}"), 400, "nested deeper", nullptr);
+    // Within the limit, the value is echoed in a bounded rendering.
+    const HttpResult r =
+        http_call(s.port, "POST", "/v1/completions", "{\"prompt\": [1], \"max_tokens\": " + nested(100) + "}");
+    expect_error(r, 400, "'max_tokens' must be an integer, got [[[[[...]]]]]", "max_tokens");
+    EXPECT_LT(error_of(r)["message"].get<std::string>().size(), 300u);
+    EXPECT_EQ(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 1}}).status, 200);
+}
+
+TEST(ServerLimits, LongValuesAreQuotedBoundedInErrors) {
+    TestServer s("tests/data/models/llama");
+    json stop = json::array();
+    for (int i = 0; i < 100000; ++i) stop.push_back("some stop string");
+    stop.push_back(3);
+    const HttpResult r = post(s.port, "/v1/completions", {{"prompt", {1}}, {"stop", stop}});
+    expect_error(r, 400, "'stop' must be a string or a list of strings", "stop");
+    EXPECT_LT(error_of(r)["message"].get<std::string>().size(), 400u);
+}
+
+TEST(ServerLimits, NumbersBeyondDoubleRangeAreA400) {
+    TestServer s("tests/data/models/llama");
+    expect_error(http_call(s.port, "POST", "/v1/completions", "{\"prompt\": [1], \"temperature\": 1e999}"), 400,
+                 "invalid JSON", nullptr);
+}
+
+TEST(ServerLimits, HugeNAndBestOfAreRefusedBeforeAnyWork) {
+    TestServer s("tests/data/models/llama");
+    for (const char* key : {"n", "best_of"}) {
+        for (int64_t value : {int64_t(1000000000), int64_t(1000000), int64_t(257)}) {
+            expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"temperature", 1}, {key, value}}), 400,
+                         "at most 256", key);
+            expect_error(
+                post(s.port, "/v1/chat/completions",
+                     {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"temperature", 1}, {key, value}}),
+                400, "at most 256", key);
+        }
+    }
+    EXPECT_EQ(
+        post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"temperature", 1}, {"n", 2}, {"max_tokens", 1}}).status,
+        200);
+}
+
+TEST(ServerLimits, PromptListsCannotPassThePendingLimit) {
+    ApiServerOptions options;
+    options.max_pending_requests = 16;
+    TestServer s("tests/data/models/llama", options);
+    json prompts = json::array();
+    for (int i = 0; i < 100000; ++i) prompts.push_back("hi");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", prompts}}), 400, "100000 prompts", "prompt");
+    // prompts x samples counts: 4 x 5 = 20 > 16.
+    json four = {{1}, {2}, {3}, {4}};
+    expect_error(post(s.port, "/v1/completions", {{"prompt", four}, {"temperature", 1}, {"n", 5}}), 400,
+                 "--max-pending-requests", "prompt");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", {1}}, {"temperature", 1}, {"n", 17}}), 400,
+                 "--max-pending-requests", "n");
+    EXPECT_EQ(
+        post(s.port, "/v1/completions", {{"prompt", four}, {"temperature", 1}, {"n", 4}, {"max_tokens", 1}}).status,
+        200);
+}
+
+TEST(ServerLimits, ContextLengthErrorsNameTheField) {
+    TestServer s("tests/data/models/llama");  // max_model_len 128
+    std::vector<int> long_prompt(200, 1);
+    expect_error(post(s.port, "/v1/completions", {{"prompt", long_prompt}, {"max_tokens", 1}}), 400,
+                 "maximum context length is 128", "prompt");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 500}}), 400,
+                 "maximum context length is 128", "max_tokens");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", INT64_MAX}}), 400,
+                 "maximum context length is 128", "max_tokens");
+}
+
+}  // namespace
+}  // namespace taco::server::testing
