@@ -372,19 +372,19 @@ Status ModelConfig::check_size_bounds() const {
         {"shared_expert_intermediate_size", shared_expert_intermediate_size}};
     for (const auto& [key, value] : dims)
         if (value < 0 || value > limits::kMaxModelDim)
-            return error("'{}' must be in [1, {}] (limits::kMaxModelDim), got {}", key, limits::kMaxModelDim, value);
+            return error("'{}' = {} is outside [0, {}] (limits::kMaxModelDim)", key, value, limits::kMaxModelDim);
     if (num_hidden_layers < 0 || num_hidden_layers > limits::kMaxModelLayers)
-        return error("'num_hidden_layers' must be in [1, {}] (limits::kMaxModelLayers), got {}",
-                     limits::kMaxModelLayers, num_hidden_layers);
+        return error("'num_hidden_layers' = {} is outside [0, {}] (limits::kMaxModelLayers)", num_hidden_layers,
+                     limits::kMaxModelLayers);
     if (max_position_embeddings < 0 || max_position_embeddings > limits::kMaxModelPositions)
-        return error("'max_position_embeddings' must be in [1, {}] (limits::kMaxModelPositions), got {}",
-                     limits::kMaxModelPositions, max_position_embeddings);
+        return error("'max_position_embeddings' = {} is outside [0, {}] (limits::kMaxModelPositions)",
+                     max_position_embeddings, limits::kMaxModelPositions);
     // rotary_dim() casts head_dim x factor to an integer.
     if (!(rope.partial_rotary_factor > 0 && rope.partial_rotary_factor <= 1))
         return error("'partial_rotary_factor' must be in (0, 1], got {}", rope.partial_rotary_factor);
     if (sliding_window < 0 || sliding_window > limits::kMaxModelPositions)
-        return error("'sliding_window' must be in [0, {}] (limits::kMaxModelPositions), got {}",
-                     limits::kMaxModelPositions, sliding_window);
+        return error("'sliding_window' = {} is outside [0, {}] (limits::kMaxModelPositions)", sliding_window,
+                     limits::kMaxModelPositions);
     return Status::ok();
 }
 

@@ -24,5 +24,18 @@ TEST(ServeCli, MissingModelFolderIsAnError) {
     EXPECT_NE(r.err.find("/nonexistent/model/folder"), std::string::npos) << r.err;
 }
 
+TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
+    for (const char* value : {"nan", "inf", "-1"}) {
+        CommandResult r = run_taco(std::string("serve models/demo --port 0 --kv-cache-gb ") + value);
+        EXPECT_EQ(r.exit_code, 1) << value;
+        EXPECT_NE(r.err.find("--kv-cache-gb must be a non-negative number"), std::string::npos) << value << r.err;
+    }
+    for (const char* value : {"0", "-3"}) {
+        CommandResult r = run_taco(std::string("serve models/demo --port 0 --max-pending-requests ") + value);
+        EXPECT_EQ(r.exit_code, 1) << value;
+        EXPECT_NE(r.err.find("--max-pending-requests must be at least 1"), std::string::npos) << value << r.err;
+    }
+}
+
 }  // namespace
 }  // namespace taco::testing_util
