@@ -187,7 +187,13 @@ HandlerResult ApiServer::tokenize(const HttpRequest& request) {
     if (!ids) return error_reply({400, ids.status().message(), "prompt"});
     json out = {
         {"count", ids->size()}, {"max_model_len", engine_->max_model_len()}, {"tokens", *ids}, {"token_strs", nullptr}};
-    if (body->value("return_token_strs", false)) {
+    bool return_token_strs = false;
+    if (body->contains("return_token_strs") && !body->at("return_token_strs").is_null()) {
+        if (!body->at("return_token_strs").is_boolean())
+            return error_reply({400, "'return_token_strs' must be true or false", "return_token_strs"});
+        return_token_strs = body->at("return_token_strs").get<bool>();
+    }
+    if (return_token_strs) {
         json strs = json::array();
         for (int32_t id : *ids) strs.push_back(tokenizer->id_to_token(id).value_or(""));
         out["token_strs"] = strs;

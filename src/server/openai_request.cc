@@ -255,8 +255,8 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
             // Text parts are joined with newlines, as vLLM does for templates that take string content.
             std::string text;
             for (const json& part : content) {
-                if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-                    !part.at("text").is_string()) {
+                if (!part.is_object() || !part.contains("type") || part.at("type") != "text" ||
+                    !part.contains("text") || !part.at("text").is_string()) {
                     fail(error,
                          fmt::format("{}.content: only {{\"type\": \"text\", \"text\": ...}} parts are supported",
                                      where),

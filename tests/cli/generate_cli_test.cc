@@ -164,5 +164,14 @@ TEST(GenerateCli, MalformedPromptsFileNamesTheLine) {
     EXPECT_NE(r.err.find(":1: unknown field 'colour'"), std::string::npos) << r.err;
 }
 
+TEST(GenerateCli, DeeplyNestedPromptsFileLineIsAnErrorNamingTheLimit) {
+    const std::string path = ::testing::TempDir() + "/taco_deep_prompts.jsonl";
+    std::ofstream(path) << R"({"prompt_ids": [1, 2], "stop": )" << std::string(50000, '[') << std::string(50000, ']')
+                        << "}\n";
+    auto r = run_taco("generate " + testing_util::golden_model_dir("llama") + " --prompts-file " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(":1: JSON nested deeper than 128 levels"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace taco

@@ -1,4 +1,7 @@
 // `taco_llm tokenize` / `taco_llm detokenize`: one JSON value per stdin line, errors naming the line.
+#include <string>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "cli_runner.h"
@@ -41,6 +44,20 @@ TEST(TokenizeCli, MissingTokenizerFolderIsAnError) {
     auto r = run_taco("tokenize /nonexistent/tokenizer", "\"x\"\n");
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("/nonexistent/tokenizer"), std::string::npos) << r.err;
+}
+
+TEST(TokenizeCli, DeeplyNestedStdinLineIsAnErrorNamingTheLimit) {
+    const std::string deep = std::string(50000, '[') + std::string(50000, ']') + "\n";
+    for (const auto& [command, first_line] :
+         {std::pair{"detokenize ", "[1, 2]\n"}, std::pair{"tokenize ", "\"hi\"\n"}}) {
+        auto r = run_taco(command + kSpm, first_line + deep);
+        EXPECT_EQ(r.exit_code, 1) << command << r.err;
+        EXPECT_NE(r.err.find("stdin line 2: JSON nested deeper than 128 levels"), std::string::npos) << r.err;
+    }
+    // Within the limit, the offending value is quoted depth-limited.
+    auto r = run_taco("detokenize " + kSpm, "[1, " + std::string(100, '[') + std::string(101, ']') + "\n");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("stdin line 1: [[[[[...]]]]] is not a token id"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -55,6 +55,27 @@ TEST(SamplingParams, ValidateNamesEachParameter) {
     expect_error_names([](SamplingParams& p) { p.prompt_logprobs = 21; }, "prompt_logprobs");
 }
 
+TEST(SamplingParams, NAndBestOfHaveADocumentedMaximum) {
+    expect_error_names(
+        [](SamplingParams& p) {
+            p.temperature = 1;
+            p.n = 1000000000;
+        },
+        "n must be at most 256 (limits::kMaxSamplesPerPrompt)");
+    expect_error_names(
+        [](SamplingParams& p) {
+            p.temperature = 1;
+            p.best_of = 257;
+        },
+        "best_of must be at most 256");
+    EXPECT_EQ(error_of([](SamplingParams& p) {
+                  p.temperature = 1;
+                  p.n = 256;
+                  p.best_of = 256;
+              }),
+              "<ok>");
+}
+
 TEST(SamplingParams, AcceptsTheEdgesOfEachRange) {
     SamplingParams p;
     p.n = 2;

@@ -52,6 +52,15 @@ TEST(ServerLimits, LongValuesAreQuotedBoundedInErrors) {
     EXPECT_LT(error_of(r)["message"].get<std::string>().size(), 400u);
 }
 
+TEST(ServerLimits, WrongTypesInNestedFieldsAreA400NotA500) {
+    TestServer s("models/demo");
+    expect_error(post(s.port, "/tokenize", {{"prompt", "hi"}, {"return_token_strs", "yes"}}), 400,
+                 "'return_token_strs' must be true or false", "return_token_strs");
+    expect_error(post(s.port, "/v1/chat/completions",
+                      {{"messages", {{{"role", "user"}, {"content", {{{"type", 7}, {"text", "hi"}}}}}}}}),
+                 400, "parts are supported", "messages");
+}
+
 TEST(ServerLimits, NumbersBeyondDoubleRangeAreA400) {
     TestServer s("tests/data/models/llama");
     expect_error(http_call(s.port, "POST", "/v1/completions", "{\"prompt\": [1], \"temperature\": 1e999}"), 400,
