@@ -146,7 +146,11 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std::string
     file->data_ = base + 8 + header_bytes;
 
     auto parsed = parse_json(std::string_view(header_begin, header_bytes));
-    if (!parsed) return error("{}: header: {}", path, clipped(parsed.status().message()));
+    if (!parsed) {
+        std::string message = parsed.status().message();
+        if (message.rfind("invalid JSON: ", 0) == 0) message.erase(0, 14);
+        return error("{}: header is not valid JSON: {}", path, clipped(message));
+    }
     const nlohmann::json& header = *parsed;
     if (!header.is_object()) return error("{}: header is a JSON {}, not an object", path, json_type(header));
 

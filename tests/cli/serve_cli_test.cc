@@ -35,6 +35,9 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
         EXPECT_EQ(r.exit_code, 1) << value;
         EXPECT_NE(r.err.find("--max-pending-requests must be at least 1"), std::string::npos) << value << r.err;
     }
+    CommandResult r = run_taco("serve models/demo --port 0 --shutdown-timeout nan");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--shutdown-timeout must be in [0, 86400]"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -83,6 +83,8 @@ void run_serve(ServeArgs& args) {
     // Flags checked before any download or load: a server that starts must be able to serve.
     if (args.server.max_pending_requests < 1)
         fail(fmt::format("--max-pending-requests must be at least 1, got {}", args.server.max_pending_requests));
+    if (!(args.shutdown_timeout_s >= 0 && args.shutdown_timeout_s <= 86400))
+        fail(fmt::format("--shutdown-timeout must be in [0, 86400] seconds, got {}", args.shutdown_timeout_s));
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
