@@ -56,6 +56,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     [ -f "$dir/golden.json" ] && step "golden_$m" 120 "$build/taco_cuda_tests" --gtest_brief=1 \
       --gtest_filter="AllGoldenModels/CudaGolden.*/$m"
   done
+  # The server on the GPU against the same server on the CPU (protocol shapes, greedy and seeded outputs).
+  step server 180 python3 tools/gpu_server_check.py "$build/taco_llm"
   step generate 120 "$build/taco_llm" generate tests/data/models/llama --prompt-ids 1,2,3 --max-tokens 8 \
     --temperature 0 --device cuda --dtype float32
 fi
