@@ -233,6 +233,10 @@ std::vector<CaseGroup> paged_attention_groups() {
     std::vector<AttentionCase> head_dims, small_head_dims, gqa, window, softcap;
     for (int64_t d : {64, 80, 96, 128, 256})
         head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 2});
+    // CUDA: K/V tiles and query rows just under 48 KiB of shared memory, over it with the kernel's static shared
+    // memory (a prefill CTA of 8 rows at head_dim 169, a decode CTA of 2 rows at 184): they need the opt-in too.
+    head_dims.push_back({.name = "smem_edge", .head_dim = 169, .seqs = kMixedBatch});
+    head_dims.push_back({.name = "smem_edge_decode", .head_dim = 184, .seqs = {{50, 1}, {7, 1}}});
     // The tiny test models' head dims (and an odd one).
     for (int64_t d : {8, 16, 24, 32, 33})
         small_head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 1});

@@ -316,11 +316,22 @@ void check_launch(const char* kernel) {
     TACO_CHECK_MSG(error == cudaSuccess, "paged_attention: launching {} failed: {}", kernel, cudaGetErrorString(error));
 }
 
+// The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes
+// at most.
+constexpr size_t kMaxSmemBytes =
+    size_t(2 * kTileKeys * (kMaxAttentionHeadDim + 1) + kRowsPerCta * kMaxAttentionHeadDim) * sizeof(float);
+
 template <class QT, class KVT, int kDimsPerLane>
 void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream) {
     auto kernel = paged_attention_kernel<QT, KVT, kDimsPerLane>;
-    if (smem_bytes > 48 * 1024)
-        TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    TACO_CHECK_MSG(smem_bytes <= kMaxSmemBytes, "paged_attention: {} bytes of shared memory (at most {})", smem_bytes,
+                   kMaxSmemBytes);
+    // Without the opt-in a kernel's dynamic shared memory is limited to 48 KiB minus its static shared memory
+    // (rows and key_offset), so head dims whose tiles come just under 48 KiB (169 in a prefill CTA of 8 rows, 184 in
+    // a decode CTA of 2) failed to launch when the opt-in was asked only above 48 KiB. The limit is set to the
+    // largest launch's size, the same value every call, so launches of other sizes (other layers, other threads)
+    // never race on the attribute.
+    TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
     kernel<<<grid, threads, smem_bytes, stream>>>(p);
     check_launch("paged_attention_kernel");
 }
