@@ -288,8 +288,13 @@ private:
         try {
             result = shared_->handler(request_);
         } catch (const std::exception& e) {
-            result.reply = Reply{500, "application/json", status_error_body(500, "internal error"), {}};
+            result =
+                HandlerResult{Reply{500, "application/json", status_error_body(500, "internal error"), {}}, nullptr};
             log_warn("server: handler threw: {}", e.what());
+        } catch (...) {
+            result =
+                HandlerResult{Reply{500, "application/json", status_error_body(500, "internal error"), {}}, nullptr};
+            log_warn("server: handler threw a non-standard exception");
         }
         if (!result.pending) return send(std::move(result.reply));
         pending_ = std::move(result.pending);
@@ -388,9 +393,11 @@ private:
             return pending_->poll(out);
         } catch (const std::exception& e) {
             log_warn("server: a pending reply threw: {}", e.what());
-            failed = true;
-            return true;
+        } catch (...) {
+            log_warn("server: a pending reply threw a non-standard exception");
         }
+        failed = true;
+        return true;
     }
 
     void poll_whole() {
@@ -402,8 +409,8 @@ private:
             if (!failed) {
                 try {
                     reply = pending_->take_reply();
-                } catch (const std::exception& e) {
-                    log_warn("server: a pending reply threw: {}", e.what());
+                } catch (...) {
+                    log_warn("server: a pending reply's take_reply() threw");
                 }
             }
             pending_.reset();

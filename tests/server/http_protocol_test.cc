@@ -1,11 +1,14 @@
 // HTTP/1.1 as RFC 9112 wants it, written as a hostile client would: oversized trailers, headers and chunk
 // extensions, smuggling-shaped framing, HEAD, Expect, Host and Content-Type. Every refusal is a clean 4xx/5xx on
 // that connection alone, and the server goes on serving.
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/request_json.h"
 #include "test_client.h"
@@ -296,6 +299,52 @@ TEST(ServerHttp, PipelinedRequestsAfterAChunkedBodyAreServedInOrder) {
                                                      "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     EXPECT_EQ(count(raw, "HTTP/1.1 200 OK"), 3u) << raw;
     EXPECT_NE(raw.find("\"version\""), std::string::npos) << raw;
+}
+
+// A pending reply that fails the way a bug would: poll() throws (non-streaming or streaming) after `polls` calls.
+class ThrowingReply : public PendingReply {
+public:
+    explicit ThrowingReply(bool streaming) : streaming_(streaming) {}
+    bool streaming() const override { return streaming_; }
+    bool poll(std::string& out) override {
+        if (polls_++ == 0 && streaming_) {
+            out = "data: first\n\n";
+            return false;
+        }
+        throw std::runtime_error("poll failed");
+    }
+    Reply take_reply() override { return {}; }
+    void cancel() override {}
+
+private:
+    bool streaming_;
+    int polls_ = 0;
+};
+
+TEST(ServerHttp, AThrowingHandlerOrPendingReplyFailsItsOwnRequestOnly) {
+    HttpServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    auto server = HttpServer::create(options, [](const HttpRequest& request) -> HandlerResult {
+        if (request.target == "/throw") throw std::runtime_error("handler failed");
+        if (request.target == "/throw-int") throw 42;
+        if (request.target == "/pending") return {{}, std::make_shared<ThrowingReply>(false)};
+        if (request.target == "/stream") return {{}, std::make_shared<ThrowingReply>(true)};
+        return {Reply{200, "text/plain", "fine", {}}, nullptr};
+    });
+    ASSERT_TRUE(server.is_ok()) << server.status().message();
+    (*server)->start();
+    const int port = (*server)->port();
+    EXPECT_EQ(http_call(port, "GET", "/throw", "").status, 500);
+    EXPECT_EQ(http_call(port, "GET", "/throw-int", "").status, 500);
+    EXPECT_EQ(http_call(port, "GET", "/pending", "").status, 500);
+    // A stream that fails after its status line can only end: the connection closes after what was sent.
+    const std::string raw = raw_exchange(port, "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(first_status(raw), 200) << raw;
+    EXPECT_NE(raw.find("data: first"), std::string::npos) << raw;
+    EXPECT_EQ(raw.find("0\r\n\r\n"), std::string::npos) << raw;  // no clean end of the chunked body
+    EXPECT_EQ(http_call(port, "GET", "/other", "").body, "fine");
+    (*server)->stop();
 }
 
 }  // namespace
