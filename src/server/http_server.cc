@@ -182,11 +182,16 @@ private:
                     ec = http::error::need_more;
                     break;
                 }
-                buffer_.consume(parser_->put(buffer_.data(), ec));
+                const size_t used = parser_->put(buffer_.data(), ec);
+                buffer_.consume(used);
                 if (ec) break;
                 if (!header_checked_ && parser_->is_header_done()) {
                     header_checked_ = true;
                     if (!on_header()) return;  // rejected, or a 100 Continue is being written
+                }
+                if (used == 0 && !parser_->is_done()) {  // no progress on what is buffered: wait for more
+                    ec = http::error::need_more;
+                    break;
                 }
             }
         } catch (const std::length_error& e) {  // Beast: a single field over its maximum
