@@ -137,6 +137,10 @@ TEST(ServerHttp, UnsupportedTransferCodingGets501AndTheBytesAfterItAreNeverServe
         EXPECT_EQ(raw.find("version"), std::string::npos) << raw;
         EXPECT_TRUE(closed);
     }
+    // An HTTP/1.0 request has no transfer codings (RFC 9112 6.1): its framing is faulty.
+    EXPECT_EQ(first_status(raw_exchange(
+                  s.port, "POST /tokenize HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled)),
+              400);
     // chunked twice is malformed rather than unsupported.
     EXPECT_EQ(
         first_status(raw_exchange(
