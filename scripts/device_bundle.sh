@@ -3,7 +3,9 @@
 # as scripts/build.sh: cuda when nvcc is present, so taco_llm and every test have the CUDA backend and tests/cuda
 # is there too), gather its binaries, stripped, with the shared libraries the device machine lacks (Debian-only .so
 # files; its glibc and libstdc++ are newer than ours) into .device/bundle/, and note the preset beside them.
-# Step 2: the `run` tool carries .device/bundle and runs scripts/device_tests.sh there.
+# Step 2: the `run` tool carries .device/bundle.tar.xz (the bundle compressed: CUDA fat binaries shrink about 5x,
+# and the carried tree is limited to 64 MiB) and runs scripts/gpu_suite.sh (or device_tests.sh) there, which
+# unpack it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/preset.sh
@@ -24,3 +26,5 @@ done | sort -u |
   grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*|libcuda|libcublas|libcublasLt)\.so' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 du -sh "$bundle"
+tar -C .device -cJf .device/bundle.tar.xz bundle
+ls -la .device/bundle.tar.xz

@@ -6,6 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/taco-out}
 mkdir -p "$out"
+# The bundle travels compressed (device_bundle.sh).
+[ -f .device/bundle.tar.xz ] && tar -C .device -xJf .device/bundle.tar.xz
 export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
 # The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
 mkdir -p /work && ln -sfn "$PWD" /work/main

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 out=${OUT:-/tmp/taco-out}
 mkdir -p "$out"
+# The bundle travels compressed (device_bundle.sh).
+[ -f .device/bundle.tar.xz ] && tar -C .device -xJf .device/bundle.tar.xz
 export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
 # The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
 mkdir -p /work && ln -sfn "$PWD" /work/main
@@ -17,11 +19,21 @@ build=build/$preset
 mkdir -p "$build" && cp .device/bundle/taco_* "$build/" 2>/dev/null
 cp .device/bundle/*_bench "$build/" 2>/dev/null
 status=0
-step() {  # step NAME SECONDS COMMAND...: runs it with a limit, its output in $out/NAME.log, a line in summary.txt
+step() {  # step NAME SECONDS COMMAND...: runs it with a limit; output appended to $out/steps.log (the tool brings
+  # back at most 8 files), a line in summary.txt
   local name=$1 limit=$2
   shift 2
+  # The device tool stops a command at 10 minutes: past the suite's budget the rest is skipped, so the summary
+  # and logs still come back.
+  if ((SECONDS + 20 > ${TACO_SUITE_BUDGET_S:-560})); then
+    echo "$name skipped (suite budget)" | tee -a "$out/summary.txt"
+    status=1
+    return
+  fi
+  ((SECONDS + limit > ${TACO_SUITE_BUDGET_S:-560})) && limit=$((${TACO_SUITE_BUDGET_S:-560} - SECONDS))
   local start=$SECONDS
-  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  echo "===== $name: $*" >>"$out/steps.log"
+  timeout -k 5 "$limit" "$@" >>"$out/steps.log" 2>&1
   local rc=$?
   echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
   [ $rc = 0 ] || status=1
@@ -31,9 +43,21 @@ step() {  # step NAME SECONDS COMMAND...: runs it with a limit, its output in $o
   nproc; lscpu | grep 'Model name'
 } >"$out/machine.txt" 2>&1
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  [ -x "$build/taco_kernels_tests" ] &&
-    step op_parity 300 "$build/taco_kernels_tests" --gtest_brief=1 --gtest_filter='*Cuda*:*cuda*'
-  [ -x "$build/taco_cuda_tests" ] && step cuda_tests 400 "$build/taco_cuda_tests" --gtest_brief=1
+  # One binary per step and one suite per step: a CUDA abort (a failed launch is fatal) ends only its own step.
+  for suite in CudaF32/OpParity CudaBF16/OpParity CudaF16/OpParity Cuda/OpsBatchInvariance OpsContractDeathTest.Cuda; do
+    step "kernels_${suite//\//_}" 240 "$build/taco_kernels_tests" --gtest_brief=1 --gtest_filter="$suite*"
+  done
+  for suite in CudaAllocator CudaDeviceInfo CudaMatmul CudaPagedAttention DeviceBatchSamplerTest \
+    AllGoldenModels/CudaDryRun Families/CudaExecutor CudaRunner Dtypes/CudaEngineStress; do
+    step "cuda_${suite//\//_}" 300 "$build/taco_cuda_tests" --gtest_brief=1 --gtest_filter="$suite*"
+  done
+  for dir in tests/data/models/*/; do  # the golden families one by one
+    m=$(basename "$dir")
+    [ -f "$dir/golden.json" ] && step "golden_$m" 120 "$build/taco_cuda_tests" --gtest_brief=1 \
+      --gtest_filter="AllGoldenModels/CudaGolden.*/$m"
+  done
+  # The server on the GPU against the same server on the CPU (protocol shapes, greedy and seeded outputs).
+  step server 180 python3 tools/gpu_server_check.py "$build/taco_llm"
   step generate 120 "$build/taco_llm" generate tests/data/models/llama --prompt-ids 1,2,3 --max-tokens 8 \
     --temperature 0 --device cuda --dtype float32
 fi
@@ -41,8 +65,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   m=bench/models/llama-3.1-8b
   common=(--load-format dummy --device cuda --dtype bfloat16)
   step bench_latency 300 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \
-    --output-json "$out/latency.json"
-  step bench_batch 400 "$build/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/batch.json"
+    --output-json "$out/bench_latency.json"
+  step bench_batch 400 "$build/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/bench_batch.json"
 fi
 cat "$out/summary.txt"
 exit $status

@@ -19,6 +19,13 @@ struct LogitsSampler::DeviceSide {};
 LogitsSampler::LogitsSampler() = default;
 LogitsSampler::~LogitsSampler() = default;
 
+void LogitsSampler::reserve_device(int64_t max_draws, int64_t vocab) {
+#if defined(TACO_WITH_CUDA)
+    if (!device_) device_ = std::make_unique<DeviceSide>();
+    device_->sampler.reserve(max_draws, vocab);
+#endif
+}
+
 void LogitsSampler::sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                            std::span<SampledToken> out) {
     if (rows.empty() || logits.device == Device::kCpu) {

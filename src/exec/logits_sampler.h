@@ -4,6 +4,7 @@
 // (exec/device_batch_sampler.h). Plain C++ in both builds; device logits in the CPU build are an error.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 
@@ -24,6 +25,10 @@ public:
     // stream orders the sampling after the forward pass (unused for host logits).
     void sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                 std::span<SampledToken> out);
+
+    // Takes now the device scratch of a step of up to max_draws draws over `vocab` tokens (DeviceBatchSampler::
+    // reserve), so a GPU engine holds it before its KV cache is sized; a no-op in the CPU build.
+    void reserve_device(int64_t max_draws, int64_t vocab);
 
 private:
     struct DeviceSide;  // the DeviceBatchSampler (CUDA build)

@@ -1,5 +1,7 @@
 #include "server/api_server.h"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <thread>
@@ -11,6 +13,7 @@
 #include "core/log.h"
 #include "engine/sampling_json.h"
 #include "server/completion_reply.h"
+#include "server/request_json.h"
 
 namespace taco::server {
 namespace {
@@ -29,10 +32,25 @@ HandlerResult json_reply(const json& body) {
 }
 
 std::optional<json> parse_body(const HttpRequest& request, ApiError& error) {
-    auto parsed = parse_json(request.body);
-    if (parsed) return std::move(*parsed);
-    error = ApiError{400, fmt::format("the request body: {}", parsed.status().message()), "", "BadRequestError"};
-    return std::nullopt;
+    return parse_request_json(request.body, error);
+}
+
+// As vLLM (validate_json_request): the JSON endpoints take only a body declared as application/json, parameters
+// such as charset allowed, case-insensitive. A missing Content-Type is refused too, as vLLM does: `curl -d` alone
+// declares application/x-www-form-urlencoded, and a body that says it is a form should not be read as JSON.
+std::optional<ApiError> check_json_content_type(const HttpRequest& request) {
+    std::string media = request.header("content-type");
+    media = media.substr(0, media.find(';'));
+    const size_t first = media.find_first_not_of(" \t");
+    const size_t last = media.find_last_not_of(" \t");
+    media = first == std::string::npos ? "" : media.substr(first, last - first + 1);
+    std::transform(media.begin(), media.end(), media.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (media == "application/json") return std::nullopt;
+    const std::string got = request.header("content-type").empty()
+                                ? "no Content-Type"
+                                : "Content-Type '" + request.header("content-type") + "'";
+    return ApiError{415, fmt::format("Unsupported Media Type: Only 'application/json' is allowed (got {})", got), "",
+                    "BadRequestError"};
 }
 
 }  // namespace
@@ -107,15 +125,24 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
         return error_reply(
             {401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "", "AuthenticationError"});
     auto route = [&](const char* method) -> std::optional<HandlerResult> {
-        if (request.method == method) return std::nullopt;
-        return error_reply(
-            {405, fmt::format("{} needs {}, got {}", path, method, request.method), "", "MethodNotAllowed"});
+        if (request.method != method)
+            return error_reply(
+                {405, fmt::format("{} needs {}, got {}", path, method, request.method), "", "MethodNotAllowed"});
+        if (std::string(method) != "POST") return std::nullopt;
+        if (auto media_error = check_json_content_type(request)) return error_reply(*media_error);
+        return std::nullopt;
     };
-    if (path == "/v1/completions") return route("POST").value_or(completions(request, Endpoint::kCompletion));
-    if (path == "/v1/chat/completions") return route("POST").value_or(completions(request, Endpoint::kChat));
-    if (path == "/tokenize") return route("POST").value_or(tokenize(request));
-    if (path == "/detokenize") return route("POST").value_or(detokenize(request));
-    if (path == "/v1/models") return route("GET").value_or(models());
+    // The endpoint runs only once the method (and for POST the Content-Type) is right: `value_or(run())` would
+    // run it, and submit its work, before returning the error.
+    auto on = [&](const char* method, auto run) -> HandlerResult {
+        if (auto refused = route(method)) return std::move(*refused);
+        return run();
+    };
+    if (path == "/v1/completions") return on("POST", [&] { return completions(request, Endpoint::kCompletion); });
+    if (path == "/v1/chat/completions") return on("POST", [&] { return completions(request, Endpoint::kChat); });
+    if (path == "/tokenize") return on("POST", [&] { return tokenize(request); });
+    if (path == "/detokenize") return on("POST", [&] { return detokenize(request); });
+    if (path == "/v1/models") return on("GET", [&] { return models(); });
     if (path == "/health") return HandlerResult{Reply{200, "text/plain", "", {}}, nullptr};
     if (path == "/version") return json_reply({{"version", kVersion}});
     if (path == "/metrics") {

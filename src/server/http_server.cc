@@ -7,11 +7,14 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "core/log.h"
 
@@ -26,12 +29,71 @@ using error_code = beast::error_code;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
-constexpr uint32_t kHeaderLimit = 64 * 1024;
+constexpr auto kDrainTime = std::chrono::seconds(10);     // after a rejected request: the most time spent reading on
 constexpr auto kStopCloseWait = std::chrono::milliseconds(2000);  // stop(): for the strands to close connections
+// Bytes asked of one read: small while a header, chunk-size line or trailer is pending (those stay buffered until
+// complete, so this bounds how far past its limit one can get before it is refused), larger for a counted body.
+constexpr size_t kSmallRead = 16 * 1024;
+constexpr size_t kBodyRead = 64 * 1024;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 std::string status_error_body(int status, const std::string& message) {
-    const char* type = status == 413 ? "BadRequestError" : "BadRequestError";
-    return fmt::format(R"({{"error":{{"message":"{}","type":"{}","param":null,"code":{}}}}})", message, type, status);
+    const char* type = status >= 500 ? "InternalServerError" : "BadRequestError";
+    if (status == 501) type = "NotImplementedError";
+    const nlohmann::json body = {
+        {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return out;
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+// A request the connection refuses before any handler sees it.
+struct Rejection {
+    int status;
+    std::string message;
+};
+
+// The framing checks of RFC 9112 that Beast leaves to the server, on a request whose header is complete.
+std::optional<Rejection> check_framing(const HttpRequest& request, unsigned version) {
+    size_t hosts = 0;
+    bool has_length = false;
+    bool has_transfer_encoding = false;
+    std::vector<std::string> codings;  // every transfer coding, in order, over all Transfer-Encoding lines
+    for (const auto& [name, value] : request.headers) {
+        if (name == "host") hosts++;
+        if (name == "content-length") has_length = true;
+        if (name != "transfer-encoding") continue;
+        has_transfer_encoding = true;
+        std::string_view list = value;
+        while (!list.empty()) {
+            const size_t comma = std::min(list.find(','), list.size());
+            std::string_view coding = trim(list.substr(0, comma));
+            coding = trim(coding.substr(0, coding.find(';')));  // a coding's parameters
+            if (!coding.empty()) codings.push_back(lower(coding));
+            list.remove_prefix(std::min(comma + 1, list.size()));
+        }
+    }
+    if (hosts > 1) return Rejection{400, fmt::format("the request has {} Host headers; exactly one is allowed", hosts)};
+    if (hosts == 0 && version >= 11) return Rejection{400, "an HTTP/1.1 request needs a Host header"};
+    if (!has_transfer_encoding) return std::nullopt;
+    // Both framings at once is the classic request-smuggling vector: refuse rather than pick one.
+    if (has_length) return Rejection{400, "the request has both Content-Length and Transfer-Encoding"};
+    if (version < 11) return Rejection{400, "Transfer-Encoding is not allowed in an HTTP/1.0 request"};
+    for (const std::string& coding : codings)
+        if (coding != "chunked")
+            return Rejection{501, fmt::format("transfer coding '{}' is not supported (only chunked is)", coding)};
+    if (codings.size() != 1) return Rejection{400, "Transfer-Encoding must name chunked exactly once"};
+    return std::nullopt;
 }
 
 class Session;
@@ -86,61 +148,172 @@ public:
     }
 
 private:
+    // Requests are parsed here rather than by http::async_read: Beast reports some oversized input by throwing from
+    // inside the parser, and only a put() of our own can catch that and answer this connection alone. Bytes left
+    // after a request (a pipelined one) stay in buffer_ for the next.
     void read_request() {
+        const HttpLimits& limits = shared_->options.limits;
         parser_.emplace();
-        parser_->body_limit(shared_->options.max_body_bytes);
-        parser_->header_limit(kHeaderLimit);
+        parser_->eager(false);  // one step per put(): the header is checked before any body byte is taken
+        parser_->body_limit(limits.body_bytes);
+        parser_->header_limit(limits.header_bytes);
+        chunk_line_too_long_ = false;
+        // Beast keeps a reference to the callback, so it is a member that outlives every parser.
+        parser_->on_chunk_header(on_chunk_header_);
+        request_ = HttpRequest{};
+        header_checked_ = false;
+        head_ = false;
         stream_.expires_after(kIdleTimeout);
-        http::async_read(stream_, buffer_, *parser_,
-                         [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+        parse_buffered();
     }
 
-    void on_read(error_code ec) {
-        if (ec == http::error::body_limit) {
-            keep_alive_ = false;
-            draining_ = true;
-            return send(Reply{413,
-                              "application/json",
-                              status_error_body(413, fmt::format("request body is over the limit of {} bytes",
-                                                                 shared_->options.max_body_bytes)),
-                              {}});
+    // Called by the parser for every chunk-size line, the last one included.
+    void on_chunk_header(beast::string_view extensions, error_code& ec) {
+        if (extensions.size() <= shared_->options.limits.chunk_line_bytes) return;
+        chunk_line_too_long_ = true;
+        ec = http::error::bad_chunk_extension;
+    }
+
+    void parse_buffered() {
+        error_code ec;
+        try {
+            while (!parser_->is_done()) {
+                if (buffer_.size() == 0) {
+                    ec = http::error::need_more;
+                    break;
+                }
+                const size_t used = parser_->put(buffer_.data(), ec);
+                buffer_.consume(used);
+                if (ec) break;
+                if (!header_checked_ && parser_->is_header_done()) {
+                    header_checked_ = true;
+                    if (!on_header()) return;  // rejected, or a 100 Continue is being written
+                }
+                if (used == 0 && !parser_->is_done()) {  // no progress on what is buffered: wait for more
+                    ec = http::error::need_more;
+                    break;
+                }
+            }
+        } catch (const std::length_error& e) {  // Beast: a single field over its maximum
+            return reject(431, fmt::format("a header or trailer field is too large: {}", e.what()));
+        } catch (const std::exception& e) {
+            return reject(400, fmt::format("malformed HTTP request: {}", e.what()));
         }
-        if (ec && ec.category() == beast::error_code(http::error::end_of_stream).category() &&
-            ec != http::error::end_of_stream && ec != http::error::partial_message) {
-            keep_alive_ = false;
-            return send(Reply{400,
-                              "application/json",
-                              status_error_body(400, fmt::format("malformed HTTP request: {}", ec.message())),
-                              {}});
+        if (ec == http::error::need_more) {
+            if (auto rejection = check_pending_chunk_metadata()) return reject(rejection->status, rejection->message);
+            return read_more();
         }
-        if (ec) return close();
-        http::request<http::string_body> req = parser_->release();
-        HttpRequest request;
-        request.method = std::string(req.method_string());
-        request.target = std::string(req.target());
-        request.body = std::move(req.body());
-        for (const auto& field : req) {
-            std::string name(field.name_string());
-            std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-            request.headers.emplace_back(std::move(name), std::string(field.value()));
+        if (ec) return reject_parse_error(ec);
+        on_request();
+    }
+
+    void read_more() {
+        const size_t room = header_checked_ && !parser_->chunked() ? kBodyRead : kSmallRead;
+        stream_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+            self->buffer_.commit(n);
+            if (ec) return self->close();  // EOF, reset or the idle timeout; a partial request gets no reply
+            self->parse_buffered();
+        });
+    }
+
+    // The header is complete: copy it (trailer fields, parsed later into the same Beast fields, never join it) and
+    // apply the checks Beast leaves to us. False when the parse must not go on now.
+    bool on_header() {
+        const auto& message = parser_->get();
+        request_.method = std::string(message.method_string());
+        request_.target = std::string(message.target());
+        for (const auto& field : message)
+            request_.headers.emplace_back(lower(std::string(field.name_string())), std::string(field.value()));
+        head_ = message.method() == http::verb::head;
+        keep_alive_ = message.keep_alive();
+        if (auto rejection = check_framing(request_, message.version())) {
+            reject(rejection->status, rejection->message);
+            return false;
         }
-        keep_alive_ = req.keep_alive();
+        const std::string expect = lower(trim(request_.header("expect")));
+        if (expect.empty() || message.version() < 11) return true;  // HTTP/1.0 clients do not wait: ignore it
+        if (expect != "100-continue") {
+            reject(417, fmt::format("Expect: '{}' is not supported (only 100-continue is)", expect));
+            return false;
+        }
+        if (parser_->is_done()) return true;  // no body to ask for
+        // The body limit was checked against Content-Length already, so only a request we will read is told to go on.
+        stream_.expires_after(kWriteTimeout);
+        net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                         [self = shared_from_this()](error_code ec, size_t) {
+                             if (ec) return self->close();
+                             self->stream_.expires_after(kIdleTimeout);
+                             self->parse_buffered();
+                         });
+        return false;
+    }
+
+    // need_more while a chunked body is read means the buffer holds one incomplete chunk-size line, or the last
+    // chunk's line and an incomplete trailer section (chunk data is taken as it comes): bound both.
+    std::optional<Rejection> check_pending_chunk_metadata() const {
+        if (!header_checked_ || !parser_->chunked()) return std::nullopt;
+        const HttpLimits& limits = shared_->options.limits;
+        const std::string_view pending(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        const size_t skip = pending.rfind("\r\n", 0) == 0 ? 2 : 0;  // the CRLF that ends the previous chunk's data
+        const size_t eol = pending.find("\r\n", skip);
+        const size_t line = (eol == std::string_view::npos ? pending.size() : eol) - skip;
+        if (line > limits.chunk_line_bytes + 16)  // room for the chunk size itself
+            return Rejection{400, fmt::format("a chunk-size line (with its extensions) is over the limit of {} bytes",
+                                              limits.chunk_line_bytes)};
+        if (eol != std::string_view::npos && pending.size() - eol - 2 > limits.trailer_bytes)
+            return Rejection{431, fmt::format("the chunked body's trailer section is over the limit of {} bytes",
+                                              limits.trailer_bytes)};
+        return std::nullopt;
+    }
+
+    void reject_parse_error(error_code ec) {
+        const HttpLimits& limits = shared_->options.limits;
+        if (ec == http::error::body_limit)
+            return reject(413, fmt::format("request body is over the limit of {} bytes", limits.body_bytes));
+        if (ec == http::error::header_limit)
+            return reject(431,
+                          fmt::format("request header fields are over the limit of {} bytes", limits.header_bytes));
+        if (chunk_line_too_long_)
+            return reject(400, fmt::format("a chunk extension is over the limit of {} bytes", limits.chunk_line_bytes));
+        reject(400, fmt::format("malformed HTTP request: {}", ec.message()));
+    }
+
+    // A refused request: the reply, then the connection is closed. What the client still sends is read and dropped
+    // for a while (drain()), so it sees the reply rather than a reset, and none of it is taken as a new request.
+    void reject(int status, const std::string& message) {
+        keep_alive_ = false;
+        draining_ = true;
+        send(Reply{status, "application/json", status_error_body(status, message), {}});
+    }
+
+    void on_request() {
+        request_.body = std::move(parser_->get().body());
+        parser_.reset();
         HandlerResult result;
         try {
-            result = shared_->handler(request);
+            result = shared_->handler(request_);
         } catch (const std::exception& e) {
-            result.reply = Reply{500, "application/json", status_error_body(500, "internal error"), {}};
+            result =
+                HandlerResult{Reply{500, "application/json", status_error_body(500, "internal error"), {}}, nullptr};
             log_warn("server: handler threw: {}", e.what());
+        } catch (...) {
+            result =
+                HandlerResult{Reply{500, "application/json", status_error_body(500, "internal error"), {}}, nullptr};
+            log_warn("server: handler threw a non-standard exception");
         }
         if (!result.pending) return send(std::move(result.reply));
         pending_ = std::move(result.pending);
-        if (pending_->streaming()) {
+        if (pending_->streaming() && !head_) {
             out_ = fmt::format(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                 "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
                 keep_alive_ ? "keep-alive" : "close");
             stream_done_ = false;
             write_stream();
+        } else if (pending_->streaming()) {  // HEAD of a stream: a header and no body, so no work to do
+            pending_->cancel();
+            pending_.reset();
+            send(Reply{200, "text/event-stream", "", {}});
         } else {
             watch_for_disconnect();
             poll_whole();
@@ -153,7 +326,7 @@ private:
     void watch_for_disconnect() {
         watching_ = true;
         stream_.expires_never();  // a long computation is no idle connection
-        const size_t room = kHeaderLimit;
+        const size_t room = kSmallRead;
         stream_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
             self->watching_ = false;
             self->buffer_.commit(n);
@@ -163,7 +336,7 @@ private:
                 return self->send(std::move(reply));
             }
             if (!ec && self->pending_) {
-                if (self->buffer_.size() < kHeaderLimit) self->watch_for_disconnect();
+                if (self->buffer_.size() < self->shared_->options.limits.header_bytes) self->watch_for_disconnect();
                 return;
             }
             if (ec && self->pending_) {  // EOF or reset: the client is gone
@@ -174,28 +347,44 @@ private:
         });
     }
 
+    // A response and the serializer writing it (which refers to it, so both live in one place that does not move).
+    struct Outgoing {
+        http::response<http::string_body> response;
+        std::optional<http::response_serializer<http::string_body>> serializer;
+    };
+
     void send(Reply reply) {
-        auto res = std::make_shared<http::response<http::string_body>>(http::int_to_status(unsigned(reply.status)), 11);
-        res->set(http::field::server, "taco-llm");
-        res->set(http::field::content_type, reply.content_type);
-        for (auto& [name, value] : reply.headers) res->set(name, value);
-        res->keep_alive(keep_alive_);
-        res->body() = std::move(reply.body);
-        res->prepare_payload();
+        auto out = std::make_shared<Outgoing>();
+        auto& res = out->response;
+        res.result(http::int_to_status(unsigned(reply.status)));
+        res.version(11);
+        res.set(http::field::server, "taco-llm");
+        res.set(http::field::content_type, reply.content_type);
+        for (auto& [name, value] : reply.headers) res.set(name, value);
+        res.keep_alive(keep_alive_);
+        res.body() = std::move(reply.body);
+        res.prepare_payload();  // Content-Length: for HEAD too, the length a GET would get (RFC 9110 9.3.2)
+        out->serializer.emplace(res);
         stream_.expires_after(kWriteTimeout);
-        http::async_write(stream_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
+        auto then = [self = shared_from_this(), out](error_code ec, size_t) {
             if (ec) return self->close();
             if (self->draining_) return self->drain();
             if (!self->keep_alive_) return self->close();
             self->read_request();
-        });
+        };
+        // A response to HEAD has no body: one written would be read as the start of the next response.
+        if (head_) return http::async_write_header(stream_, *out->serializer, std::move(then));
+        http::async_write(stream_, *out->serializer, std::move(then));
     }
 
-    // After a 413 the rest of the body is read and dropped, so the client sees the reply rather than a reset.
+    // After a rejected request the rest of what the client sends is read and dropped, for kDrainTime at most.
     void drain() {
-        error_code ignored;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        stream_.expires_after(std::chrono::seconds(10));
+        if (!drain_started_) {
+            drain_started_ = true;
+            error_code ignored;
+            stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            stream_.expires_after(kDrainTime);
+        }
         auto scratch = std::make_shared<std::array<char, 65536>>();
         stream_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](error_code ec, size_t) {
             if (ec) return self->close();
@@ -203,11 +392,32 @@ private:
         });
     }
 
+    // A pending reply that throws fails its own request only: a 500 if nothing was sent yet, else the stream ends.
+    bool poll_pending(std::string& out, bool& failed) {
+        try {
+            return pending_->poll(out);
+        } catch (const std::exception& e) {
+            log_warn("server: a pending reply threw: {}", e.what());
+        } catch (...) {
+            log_warn("server: a pending reply threw a non-standard exception");
+        }
+        failed = true;
+        return true;
+    }
+
     void poll_whole() {
         if (!pending_) return;  // force_close() ran
         std::string ignored;
-        if (pending_->poll(ignored)) {
-            Reply reply = pending_->take_reply();
+        bool failed = false;
+        if (poll_pending(ignored, failed)) {
+            Reply reply{500, "application/json", status_error_body(500, "internal error"), {}};
+            if (!failed) {
+                try {
+                    reply = pending_->take_reply();
+                } catch (...) {
+                    log_warn("server: a pending reply's take_reply() threw");
+                }
+            }
             pending_.reset();
             if (!watching_) return send(std::move(reply));
             ready_ = std::move(reply);  // sent once the watching read has been cancelled
@@ -220,7 +430,9 @@ private:
     void poll_stream() {
         if (!pending_) return;  // force_close() ran
         std::string data;
-        stream_done_ = pending_->poll(data);
+        bool failed = false;
+        stream_done_ = poll_pending(data, failed);
+        if (failed) return force_close();  // the status line went out long ago: ending the stream is all we can do
         if (data.empty() && !stream_done_) return wait_then([](Session& s) { s.poll_stream(); });
         poll_wait_us_ = 0;
         out_.clear();
@@ -262,6 +474,13 @@ private:
     net::steady_timer timer_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
+    HttpRequest request_;               // the request being read: its header once complete, then its body
+    bool header_checked_ = false;       // on_header() ran for the request being read
+    bool chunk_line_too_long_ = false;  // the parser stopped on a chunk extension over the limit
+    bool head_ = false;                 // the request being answered is HEAD: the reply has no body
+    bool drain_started_ = false;
+    std::function<void(uint64_t, beast::string_view, error_code&)> on_chunk_header_ =
+        [this](uint64_t, beast::string_view extensions, error_code& ec) { on_chunk_header(extensions, ec); };
     std::shared_ptr<Shared> shared_;
     std::shared_ptr<PendingReply> pending_;
     std::string out_;
@@ -306,6 +525,21 @@ struct HttpServer::Impl {
     std::vector<std::thread> threads;
     std::optional<net::steady_timer> retry_timer;
     bool stopped = false;
+
+    // An I/O thread's loop. Every handler catches what a request can throw; should anything still escape one, it
+    // costs that handler's connection (its session is released as the handler unwinds), never the process.
+    void run_io() {
+        for (;;) {
+            try {
+                ioc.run();
+                return;
+            } catch (const std::exception& e) {
+                log_warn("server: an I/O handler threw (its connection is dropped): {}", e.what());
+            } catch (...) {
+                log_warn("server: an I/O handler threw a non-standard exception (its connection is dropped)");
+            }
+        }
+    }
 
     void close_acceptor() {
         net::post(acceptor.get_executor(), [this] {
@@ -367,7 +601,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const HttpServerOptions& 
 void HttpServer::start() {
     impl_->accept();
     const int n = std::max(1, impl_->shared->options.num_threads);
-    for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+    for (int i = 0; i < n; ++i) impl_->threads.emplace_back([this] { impl_->run_io(); });
 }
 
 void HttpServer::stop_accepting() { impl_->close_acceptor(); }

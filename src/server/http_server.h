@@ -54,11 +54,27 @@ struct HandlerResult {
 
 using Handler = std::function<HandlerResult(const HttpRequest&)>;
 
+// Every size limit on what a client may send, in one place. A request over a limit gets a 4xx on its own
+// connection (which is then closed) and never reaches a handler; nothing a client sends can exhaust memory or abort
+// the process.
+struct HttpLimits {
+    // The request line plus all header fields, CRLFs included: more gets 431. Kept below 65533 so that no single
+    // field can reach Beast's per-field maximum (which it reports by throwing).
+    uint32_t header_bytes = 60 * 1024;
+    // The decoded body (Content-Length, or the sum of the chunk sizes): more gets 413, refused at the header when
+    // the length is declared (before any body byte is read, so an `Expect: 100-continue` client sends nothing).
+    uint64_t body_bytes = 32ull << 20;
+    // One chunk-size line with its chunk extensions (more: 400), and the trailer section after the last chunk (more:
+    // 431). Trailer fields are read and discarded: they never join the request's headers.
+    uint32_t chunk_line_bytes = 4 * 1024;
+    uint32_t trailer_bytes = 8 * 1024;
+};
+
 struct HttpServerOptions {
     std::string host = "0.0.0.0";
-    int port = 8000;                        // 0: an ephemeral port (see HttpServer::port())
-    int num_threads = 2;                    // I/O threads
-    uint64_t max_body_bytes = 32ull << 20;  // larger bodies get 413
+    int port = 8000;      // 0: an ephemeral port (see HttpServer::port())
+    int num_threads = 2;  // I/O threads
+    HttpLimits limits;
     // Pending replies are polled after min_poll_us while idle; each empty poll doubles the wait up to
     // max_poll_us, so thousands of quiet streams cost little CPU and a busy one is seen within min_poll_us.
     int min_poll_us = 500;

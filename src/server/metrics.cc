@@ -4,6 +4,22 @@
 
 namespace taco::server {
 
+std::string prometheus_label_value(const std::string& value) {
+    std::string out;
+    out.reserve(value.size());
+    for (char c : value) {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
+            out += "\\n";
+        else
+            out += c;
+    }
+    return out;
+}
+
 void Histogram::observe(double value) {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t i = 0;
@@ -36,7 +52,7 @@ ServerMetrics::ServerMetrics()
                              20.0, 40.0, 80.0}) {}
 
 std::string ServerMetrics::render(const EngineStats& s, const std::string& model_name) const {
-    const std::string labels = fmt::format("model_name=\"{}\"", model_name);
+    const std::string labels = fmt::format("model_name=\"{}\"", prometheus_label_value(model_name));
     std::string out;
     auto metric = [&](const char* name, const char* type, const char* help, auto value) {
         out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{{{}}} {}\n", name, help, name, type, name, labels, value);

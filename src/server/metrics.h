@@ -12,6 +12,10 @@
 
 namespace taco::server {
 
+// A label value as the Prometheus text exposition format writes it between double quotes: backslash, double quote
+// and line feed escaped as \\, \" and \n; every other byte (UTF-8 included) as it is.
+std::string prometheus_label_value(const std::string& value);
+
 // A cumulative histogram over fixed bucket bounds (seconds).
 class Histogram {
 public:

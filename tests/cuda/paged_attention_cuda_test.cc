@@ -385,6 +385,35 @@ TEST_F(CudaPagedAttention, RowsWithUnusableMetadataComeOutNan) {
     }
 }
 
+TEST_F(CudaPagedAttention, ABadBlockIdPoisonsOnlyTheRowsThatSeeItsKey) {
+    // Block size 4 and a window of 100: position 1000 sees keys 901..1000, and the 32-key tile staged first starts
+    // at key 896, so it also holds block 224 (keys 896..899) that no row sees. Unmapping it (-1, as a cache freeing
+    // blocks past the window would) must leave the rows' bits alone; a bad id of a block sequence 1 sees (262: keys
+    // 1048..1051 of its window 1001..1100) makes that sequence's rows NaN and no other's.
+    const Shape shape{4, 2, 64, 4};
+    AttentionProblem problem(shape, DType::kBF16, 13);
+    problem.make_cache({{1200, 1}, {1200, 1}});
+    ops::AttentionParams params = params_for(shape.head_dim);
+    params.sliding_window = 100;
+    for (cuda::SplitKv split : {cuda::SplitKv::kNever, cuda::SplitKv::kAlways}) {
+        SCOPED_TRACE(int(split));
+        AttentionProblem::Run good = problem.prepare({{1000, 1}, {1100, 1}}, {0, 1});
+        AttentionProblem::Run bad = problem.prepare({{1000, 1}, {1100, 1}}, {0, 1});
+        int32_t* tables = static_cast<int32_t*>(bad.tables.view().data);
+        const int32_t unmapped = -1, outside = 1 << 30;
+        ASSERT_EQ(cudaMemcpy(tables + 224, &unmapped, 4, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(tables + bad.batch.max_blocks + 262, &outside, 4, cudaMemcpyHostToDevice), cudaSuccess);
+        run(problem, good, params, split);
+        run(problem, bad, params, split);
+        expect_written(good, shape.heads * shape.head_dim);
+        const std::vector<uint8_t> good_bytes = bytes_of(good.out_dev), bad_bytes = bytes_of(bad.out_dev);
+        EXPECT_EQ(token_bytes(good_bytes, 0, shape, DType::kBF16), token_bytes(bad_bytes, 0, shape, DType::kBF16));
+        const std::vector<float> got = floats_of(bad.out_dev);
+        const size_t token = size_t(shape.heads) * shape.head_dim;
+        for (size_t i = token; i < 2 * token; ++i) ASSERT_TRUE(std::isnan(got[i])) << i;
+    }
+}
+
 TEST_F(CudaPagedAttention, TheOpTakesItsScratchFromTheWorkspaceAndSplitsLongDecodes) {
     // Through ops::paged_attention with a sized device workspace: the dry run reserves the partials, the real run
     // gives the same bits as the unsplit walk.

@@ -80,5 +80,25 @@ TEST_F(OpsDeathTest, ParameterOutOfRangeNamesTheParameter) {
     EXPECT_DEATH(softcap_inplace(ctx_, f32({4}), 0.0f), "softcap_inplace: cap 0 must be positive");
 }
 
+// Paged-attention metadata the CPU cannot use aborts naming it (a block id outside the cache used to be read past the
+// cache's end; CUDA gives NaN rows instead, tests/cuda/paged_attention_cuda_test.cc).
+TEST_F(OpsDeathTest, UnusablePagedAttentionMetadataIsNamed) {
+    std::vector<int32_t> query_start = {0, 1}, seq_lens = {3}, positions = {2}, table = {5};
+    AttentionMetadata batch;
+    batch.query_start = TensorView(query_start.data(), DType::kI32, {2});
+    batch.seq_lens = TensorView(seq_lens.data(), DType::kI32, {1});
+    batch.positions = TensorView(positions.data(), DType::kI32, {1});
+    batch.block_tables = TensorView(table.data(), DType::kI32, {1, 1});
+    batch.max_query_len = 1;
+    batch.max_seq_len = 3;
+    // q, out: [1 token, 1 head, 8]; caches: [2 blocks, 4 slots, 1 kv head, 8].
+    EXPECT_DEATH(paged_attention(ctx_, f32({1, 1, 8}), f32({2, 4, 1, 8}), f32({2, 4, 1, 8}), batch, {}, f32({1, 1, 8})),
+                 "block table entry 0 of sequence 0 is 5, outside the cache of 2 blocks");
+    table[0] = 1;
+    positions[0] = -1;
+    EXPECT_DEATH(paged_attention(ctx_, f32({1, 1, 8}), f32({2, 4, 1, 8}), f32({2, 4, 1, 8}), batch, {}, f32({1, 1, 8})),
+                 "query position -1 outside the sequence's 3 keys");
+}
+
 }  // namespace
 }  // namespace taco::ops

@@ -113,6 +113,9 @@ struct AttentionCase {
     Alibi alibi = Alibi::kNone;
     double q_range = 3;      // |q| elements up to this: peaked enough softmaxes
     bool f32_cache = false;  // the cache in f32 whatever the activation dtype (CUDA allows it with f16 / bf16 q)
+    // Block table entries of blocks wholly before every window of their sequence are -1 (unmapped, as a cache that
+    // frees them would leave them): no row reads them, so none may depend on them.
+    bool unmap_before_window = false;
 };
 
 // A batch of sequences over a cache whose blocks are shuffled and whose unused slots hold other values; block table
@@ -133,7 +136,12 @@ void run_attention(ParityRun& r, const AttentionCase& c) {
     int32_t max_query_len = 0, max_seq_len = 0;
     for (auto [cached, fresh] : c.seqs) {
         const int64_t len = cached + fresh, used = (len + c.block_size - 1) / c.block_size;
-        for (int64_t b = 0; b < max_blocks; ++b) tables.push_back(b < used ? blocks[next_block++] : blocks.back());
+        // The first key any query of the sequence sees (its first query's window start).
+        const int64_t first_key = c.sliding_window > 0 ? std::max<int64_t>(0, cached - c.sliding_window + 1) : 0;
+        for (int64_t b = 0; b < max_blocks; ++b) {
+            const int32_t block = b < used ? blocks[next_block++] : blocks.back();
+            tables.push_back(c.unmap_before_window && (b + 1) * c.block_size <= first_key ? -1 : block);
+        }
         for (int64_t p = cached; p < len; ++p) positions.push_back(int32_t(p));
         query_start.push_back(int32_t(positions.size()));
         seq_lens.push_back(int32_t(len));
@@ -184,6 +192,7 @@ std::string describe(const AttentionCase& c) {
     for (auto [cached, fresh] : c.seqs) s += fmt::format("_{}+{}", cached, fresh);
     if (c.padding_tokens > 0) s += fmt::format("_pad{}", c.padding_tokens);
     if (c.f32_cache) s += "_f32_cache";
+    if (c.unmap_before_window) s += "_unmapped_before_window";
     return s;
 }
 
@@ -224,15 +233,31 @@ std::vector<CaseGroup> paged_attention_groups() {
     std::vector<AttentionCase> head_dims, small_head_dims, gqa, window, softcap;
     for (int64_t d : {64, 80, 96, 128, 256})
         head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 2});
+    // CUDA: K/V tiles and query rows just under 48 KiB of shared memory, over it with the kernel's static shared
+    // memory (a prefill CTA of 8 rows at head_dim 169, a decode CTA of 2 rows at 184): they need the opt-in too.
+    head_dims.push_back({.name = "smem_edge", .head_dim = 169, .seqs = kMixedBatch});
+    head_dims.push_back({.name = "smem_edge_decode", .head_dim = 184, .seqs = {{50, 1}, {7, 1}}});
     // The tiny test models' head dims (and an odd one).
     for (int64_t d : {8, 16, 24, 32, 33})
         small_head_dims.push_back({.name = "mixed", .head_dim = d, .seqs = kMixedBatch, .padding_tokens = 1});
-    for (auto [heads, kv_heads] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {6, 3}})
+    // Groups of 3 and 5 (CUDA: CTAs of 2 tokens x 3 heads, 1 x 5), 12 (a CTA of 8 heads and one of 4 of the group's
+    // 12) and 16 (two chunks of 8).
+    for (auto [heads, kv_heads] :
+         {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {8, 1}, {6, 3}, {9, 3}, {10, 2}, {12, 1}, {32, 2}})
         gqa.push_back(
             {.name = "gqa", .heads = heads, .kv_heads = kv_heads, .block_size = 8, .seqs = {{0, 20}, {33, 1}}});
     for (int w : {1, 4, 16, 1000})
         window.push_back(
             {.name = fmt::format("window{}", w), .seqs = {{30, 10}, {0, 12}, {60, 1}}, .sliding_window = w});
+    // Windows starting mid-tile (CUDA stages 32-key tiles from a multiple of 32) past unmapped blocks; the second
+    // crosses a 512-key split-KV partition.
+    window.push_back(
+        {.name = "window50", .seqs = {{100, 3}, {0, 12}, {300, 1}}, .sliding_window = 50, .unmap_before_window = true});
+    window.push_back({.name = "window70",
+                      .block_size = 8,
+                      .seqs = {{560, 2}, {1100, 1}},
+                      .sliding_window = 70,
+                      .unmap_before_window = true});
     for (float cap : {50.0f, 2.0f})
         softcap.push_back(
             {.name = fmt::format("softcap{}", int(cap)), .seqs = kMixedBatch, .softcap = cap, .q_range = 8});
@@ -250,6 +275,11 @@ std::vector<CaseGroup> paged_attention_groups() {
                                     .seqs = {{50, 1}, {0, 1}, {15, 1}, {16, 1}, {31, 1}, {100, 1}}}}),
         attention_group("chunks", {{.name = "chunks", .seqs = {{16, 16}, {5, 27}, {100, 3}}},
                                    {.name = "chunks", .block_size = 32, .seqs = {{32, 1}, {33, 40}}}}),
+        // Sequences without new tokens in the step (equal query_start entries, leading, inside and trailing): a
+        // token's sequence is the last s with query_start[s] <= t.
+        attention_group("empty_sequences",
+                        {{.name = "empty", .seqs = {{5, 3}, {10, 0}, {0, 2}, {7, 0}}, .padding_tokens = 2},
+                         {.name = "empty_first", .block_size = 8, .seqs = {{4, 0}, {0, 0}, {9, 4}, {20, 1}}}}),
         attention_group("block_sizes_and_padding",
                         {{.name = "tiny_blocks", .block_size = 1, .seqs = {{3, 4}, {0, 2}}, .padding_tokens = 3},
                          {.name = "all_padding_but_one", .block_size = 8, .seqs = {{9, 1}}, .padding_tokens = 7}}),

@@ -1,5 +1,6 @@
 #include "test_client.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -63,6 +64,12 @@ void HttpConnection::send(const std::string& method, const std::string& target, 
     http::write(impl_->stream, make_request(method, target, body, ""));
 }
 
+bool HttpConnection::send_raw(const std::string& bytes) {
+    boost::system::error_code ec;
+    net::write(impl_->stream.socket(), net::buffer(bytes), ec);
+    return !ec;
+}
+
 HttpResult HttpConnection::receive() { return read_response(impl_->stream, impl_->buffer); }
 
 HttpConnection::ReadEnd HttpConnection::read_some(std::string* received, int timeout_s, std::string* error) {
@@ -97,6 +104,30 @@ HttpResult http_call(int port, const std::string& method, const std::string& tar
     beast::error_code ignored;
     stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     return out;
+}
+
+std::string raw_exchange(int port, const std::string& bytes, int timeout_s, bool* closed) {
+    net::io_context ioc;
+    net::ip::tcp::socket socket(ioc);
+    socket.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+    boost::system::error_code ec;
+    net::write(socket, net::buffer(bytes), ec);  // a server that refuses early may close first: read what came
+    std::string received;
+    if (closed) *closed = false;
+    for (;;) {
+        // poll() bounds the wait: a blocking read with SO_RCVTIMEO is retried by Asio and would wait on.
+        pollfd fd{socket.native_handle(), POLLIN, 0};
+        if (::poll(&fd, 1, timeout_s * 1000) <= 0) break;  // silent for timeout_s
+        char chunk[65536];
+        const size_t n = socket.read_some(net::buffer(chunk), ec);
+        received.append(chunk, n);
+        if (ec) {
+            if (closed) *closed = true;
+            break;
+        }
+    }
+    socket.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+    return received;
 }
 
 std::vector<nlohmann::json> sse_events(const std::string& body, bool* done) {

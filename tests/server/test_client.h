@@ -45,6 +45,8 @@ public:
 
     // Writes one request (Content-Type application/json, keep-alive) and returns without reading.
     void send(const std::string& method, const std::string& target, const std::string& body);
+    // Writes `bytes` exactly as given (no framing added); false when the server had closed the connection.
+    bool send_raw(const std::string& bytes);
     // Reads the next whole response.
     HttpResult receive();
     // Appends the bytes that arrive next, raw (chunked framing included), to `received`: kData when some came,
@@ -56,6 +58,11 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Writes `bytes` as they are on a fresh connection to 127.0.0.1:port, then returns everything the server sends
+// until it closes the connection (`*closed` true) or sends nothing for `timeout_s` (`*closed` false). For requests
+// no well-behaved client would write: malformed framing, pipelined bytes, oversized fields.
+std::string raw_exchange(int port, const std::string& bytes, int timeout_s = 10, bool* closed = nullptr);
 
 // A loopback port that nothing listens on (bound once, then closed again).
 int unused_loopback_port();

@@ -87,10 +87,17 @@ void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorVi
             const int64_t s = std::upper_bound(query_start, query_start + num_seqs + 1, int32_t(t)) - query_start - 1;
             const int32_t* table = tables + s * max_blocks;
             const int64_t p = positions[t];
-            TACO_CHECK_MSG(p < seq_lens[s], "query position {} past the sequence's {} keys", p, seq_lens[s]);
+            TACO_CHECK_MSG(p >= 0 && p < seq_lens[s], "query position {} outside the sequence's {} keys", p,
+                           seq_lens[s]);
             TACO_CHECK_MSG((p / block_size) < max_blocks, "position {} past the block table ({} blocks)", p,
                            max_blocks);
             const int64_t first = params.sliding_window > 0 ? std::max<int64_t>(0, p - params.sliding_window + 1) : 0;
+            // The blocks this row reads (only those: blocks before the window are not its concern) must be in the
+            // cache; an id outside it would read past the cache (ops.h: the CPU aborts, CUDA gives NaN rows).
+            for (int64_t b = first / block_size; b <= p / block_size; ++b)
+                TACO_CHECK_MSG(table[b] >= 0 && table[b] < k_cache.shape[0],
+                               "block table entry {} of sequence {} is {}, outside the cache of {} blocks", b, s,
+                               table[b], k_cache.shape[0]);
             const float* qv = q.as<float>() + (t * num_heads + h) * head_dim;
             auto slot_row = [&](const TensorView& cache, int64_t j) {
                 int64_t slot = int64_t(table[j / block_size]) * block_size + j % block_size;

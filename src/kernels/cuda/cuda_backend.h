@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kernels/cuda/stream_event.h"
 #include "kernels/exec_context.h"
 
 namespace taco::cuda {
@@ -29,13 +30,13 @@ public:
     DeviceStream& operator=(const DeviceStream&) = delete;
 
     ExecContext context(Workspace* scratch) const;
-    void* stream() const { return stream_; }
+    void* stream() const { return stream_->get(); }
     // Waits for everything queued on the stream; aborts naming the error of a failed kernel.
     void synchronize() const;
 
 private:
     DeviceStream() = default;
-    void* stream_ = nullptr;       // cudaStream_t
+    std::unique_ptr<Stream> stream_;
     void* blas_handle_ = nullptr;  // cublasLtHandle_t
     Tensor blas_workspace_;
 };

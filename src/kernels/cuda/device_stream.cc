@@ -9,13 +9,7 @@ namespace taco::cuda {
 
 Result<std::unique_ptr<DeviceStream>> DeviceStream::create() {
     std::unique_ptr<DeviceStream> s(new DeviceStream());
-    cudaStream_t stream = nullptr;
-    const cudaError_t made = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    if (made != cudaSuccess) {
-        cudaGetLastError();
-        return error("cannot create a CUDA stream: {}", cudaGetErrorString(made));
-    }
-    s->stream_ = stream;
+    TACO_ASSIGN_OR_RETURN(s->stream_, Stream::create());
     cublasLtHandle_t handle = nullptr;
     const cublasStatus_t blas = cublasLtCreate(&handle);
     if (blas != CUBLAS_STATUS_SUCCESS) return error("cublasLtCreate failed: {}", cublasLtGetStatusString(blas));
@@ -25,24 +19,22 @@ Result<std::unique_ptr<DeviceStream>> DeviceStream::create() {
 }
 
 DeviceStream::~DeviceStream() {
+    // Nothing queued may still use the handle or the workspace (unchecked: a destructor does not abort).
+    if (stream_ != nullptr) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_->get()));
     if (blas_handle_ != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(blas_handle_));
-    if (stream_ != nullptr) {
-        cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
-        cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-    }
 }
 
 ExecContext DeviceStream::context(Workspace* scratch) const {
     ExecContext ctx;
     ctx.device = Device::kCuda;
-    ctx.stream = stream_;
+    ctx.stream = stream_->get();
     ctx.blas_handle = blas_handle_;
     ctx.blas_workspace = blas_workspace_.view();
     ctx.scratch = scratch;
     return ctx;
 }
 
-void DeviceStream::synchronize() const { TACO_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
+void DeviceStream::synchronize() const { stream_->synchronize(); }
 
 DeviceMemory device_memory() {
     DeviceMemory m;

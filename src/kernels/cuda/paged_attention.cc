@@ -55,7 +55,9 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
                    "paged_attention on CUDA: the scratch (ctx.scratch) is {} memory, not the GPU's",
                    device_name(partials.device));
     const int64_t num_seqs = batch.seq_lens.shape[0];
-    if (num_tokens == 0 || num_seqs == 0) return;  // no rows (or only padding)
+    // No rows (or only padding). num_heads == 0 passes ops.cc's check (0 % kv heads) and would divide by the
+    // empty group below.
+    if (num_tokens == 0 || num_seqs == 0 || num_heads == 0) return;
     TACO_CHECK_MSG(batch.max_seq_len > 0, "paged_attention on CUDA: max_seq_len {} (the step's longest sequence)",
                    batch.max_seq_len);
 
@@ -91,16 +93,22 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.alibi_bf16 = params.alibi_bf16_key_positions;
 
     const unsigned grid_x = unsigned((num_tokens + p.tokens_per_cta - 1) / p.tokens_per_cta);
+    // gridDim.y and .z are at most 65535: kv heads x head chunks here, heads in the merge kernel, partitions when
+    // split (a longer max_seq_len does not split).
+    constexpr int64_t kMaxGridYz = 65535;
+    TACO_CHECK_MSG(int64_t(p.num_kv_heads) * p.head_chunks <= kMaxGridYz && num_heads <= kMaxGridYz,
+                   "paged_attention on CUDA: {} heads over {} kv heads exceed the grid", num_heads, p.num_kv_heads);
     const unsigned grid_y = unsigned(p.num_kv_heads * p.head_chunks);
     const size_t partial_bytes =
         size_t(num_tokens) * size_t(num_heads) * size_t(p.num_partitions) * size_t(head_dim + 2) * sizeof(float);
-    const bool fits = partials.defined() && partial_bytes <= partials.nbytes();
+    const bool fits = partials.defined() && partial_bytes <= partials.nbytes() && p.num_partitions <= kMaxGridYz;
     bool split_kv = false;
     switch (split) {
         case SplitKv::kNever: break;
         case SplitKv::kAlways:
-            TACO_CHECK_MSG(fits, "paged_attention: split-KV needs {} bytes of partials, the scratch has {}",
-                           partial_bytes, partials.defined() ? partials.nbytes() : 0);
+            TACO_CHECK_MSG(fits,
+                           "paged_attention: split-KV needs {} bytes of partials, the scratch has {} ({} partitions)",
+                           partial_bytes, partials.defined() ? partials.nbytes() : 0, p.num_partitions);
             split_kv = true;
             break;
         case SplitKv::kAuto:

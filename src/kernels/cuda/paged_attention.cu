@@ -11,7 +11,8 @@
 // change a row's bits.
 //
 // Invalid metadata (a position past its sequence's keys, its block table or max_seq_len; a block id outside the
-// cache) cannot abort from the device: those rows come out NaN, which every comparison catches.
+// cache for a key the row sees) cannot abort from the device: those rows come out NaN, which every comparison
+// catches. Block ids of keys a row does not see (before its window) are never its concern, as on the CPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -127,7 +128,8 @@ __device__ __forceinline__ float merged_value(float O, float a, float o, float b
 }
 
 // Offsets in key_offset beyond a real (slot, kv head) row: past the keys the CTA needs, and a block id outside the
-// cache. Both stage zeros; the second poisons the rows of the sequence.
+// cache. Both stage zeros; the second poisons the rows that see that key (only those: a tile also holds keys before
+// the CTA's first window key, whose blocks a sliding-window cache may have unmapped).
 constexpr int64_t kNoKey = -1;
 constexpr int64_t kBadBlock = -2;
 
@@ -216,9 +218,11 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
                 }
                 __syncthreads();
                 if (!mine) continue;  // warp-uniform
-                if (__any_sync(kFullWarp, key_offset[lane] == kBadBlock)) poisoned = true;
                 const int j = tile + lane;
                 const bool visible = j >= me.first && j <= me.pos;
+                // A bad block id poisons this row only for a key it sees: the row's result must not depend on keys
+                // other rows of the CTA need or on the tile's keys before the window.
+                if (__any_sync(kFullWarp, visible && key_offset[lane] == kBadBlock)) poisoned = true;
                 float s = -INFINITY;
                 if (visible) {
                     const float* qr = q_rows + warp * D;
@@ -312,11 +316,22 @@ void check_launch(const char* kernel) {
     TACO_CHECK_MSG(error == cudaSuccess, "paged_attention: launching {} failed: {}", kernel, cudaGetErrorString(error));
 }
 
+// The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes
+// at most.
+constexpr size_t kMaxSmemBytes =
+    size_t(2 * kTileKeys * (kMaxAttentionHeadDim + 1) + kRowsPerCta * kMaxAttentionHeadDim) * sizeof(float);
+
 template <class QT, class KVT, int kDimsPerLane>
 void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream) {
     auto kernel = paged_attention_kernel<QT, KVT, kDimsPerLane>;
-    if (smem_bytes > 48 * 1024)
-        TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)));
+    TACO_CHECK_MSG(smem_bytes <= kMaxSmemBytes, "paged_attention: {} bytes of shared memory (at most {})", smem_bytes,
+                   kMaxSmemBytes);
+    // Without the opt-in a kernel's dynamic shared memory is limited to 48 KiB minus its static shared memory
+    // (rows and key_offset), so head dims whose tiles come just under 48 KiB (169 in a prefill CTA of 8 rows, 184 in
+    // a decode CTA of 2) failed to launch when the opt-in was asked only above 48 KiB. The limit is set to the
+    // largest launch's size, the same value every call, so launches of other sizes (other layers, other threads)
+    // never race on the attribute.
+    TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
     kernel<<<grid, threads, smem_bytes, stream>>>(p);
     check_launch("paged_attention_kernel");
 }
