@@ -9,6 +9,7 @@ mix of request classes, each with the outcome it must get:
     completion, completion_stream, chat, chat_stream  (some with n > 1, logprobs, stop strings, a prompt list)
     kv_pressure     a burst of --burst long token-id prompts at once (more KV than the cache holds: preemption)
     keepalive       three requests on one connection
+    pipelined       HEAD /version, a completion and GET /health written at once on one connection
     chunked         a body sent with Transfer-Encoding: chunked
     expect_continue Expect: 100-continue, the body sent only after the server's 100
     slow_valid      a valid request written a few bytes at a time over a few seconds
@@ -110,7 +111,8 @@ class Server:
         self.log = tempfile.NamedTemporaryFile(prefix="soak_server_", suffix=".log", delete=False)
         cmd = [args.taco, "serve"] + ([args.model] if args.model else []) + [
             "--device", args.device, "--host", "127.0.0.1", "--port", "0", "--api-key", KEY,
-            "--disable-log-requests", "--max-num-seqs", str(args.max_num_seqs)]
+            "--disable-log-requests", "--max-num-seqs", str(args.max_num_seqs),
+            "--served-model-name", "demo"]  # the name every request body uses, whatever the model
         if args.kv_cache_gb:
             cmd += ["--kv-cache-gb", str(args.kv_cache_gb)]
         else:
@@ -212,10 +214,11 @@ def read_head(sock, buf=b""):
     return status, headers, rest
 
 
-def read_response(sock, buf=b""):
-    """A whole response on a raw socket (Content-Length or chunked): (status, headers, body, bytes left over)."""
+def read_response(sock, buf=b"", head=False):
+    """A whole response on a raw socket (Content-Length or chunked): (status, headers, body, bytes left over).
+    head: the response to a HEAD request, which has no body whatever its Content-Length says."""
     status, headers, buf = read_head(sock, buf)
-    if status == 100:
+    if status == 100 or head:
         return status, headers, b"", buf
 
     def fill(n):
@@ -463,6 +466,24 @@ def expect_continue(server, rng):
     return 1
 
 
+def pipelined(server, rng):
+    """HEAD /version, a completion and GET /health written at once on one connection: three responses in order
+    (a HEAD response with a body would be misread as the start of the next one)."""
+    body = sampling(rng, {"model": "demo", "prompt": random_text(rng, 8)})
+    payload = (raw_request("HEAD", "/version", None) + raw_request("POST", "/v1/completions", json.dumps(body).encode())
+               + raw_request("GET", "/health", None))
+    with connect(server) as sock:
+        sock.sendall(payload)
+        status, headers, _, rest = read_response(sock, head=True)
+        expect(status == 200 and int(headers.get("content-length", 0)) > 0, f"HEAD /version: {status} {headers}")
+        status, _, reply, rest = read_response(sock, rest)
+        expect(status == 200, f"the pipelined completion: status {status}: {reply[:200]!r}")
+        check_whole("completion", body, json.loads(reply), 1)
+        status, _, health, rest = read_response(sock, rest)
+        expect(status == 200 and health == b"" and rest == b"", f"GET /health after them: {status} {health[:80]!r}")
+    return 1
+
+
 def slow_valid(server, rng):
     body = sampling(rng, {"model": "demo", "prompt": random_text(rng, 6)})
     payload = raw_request("POST", "/v1/completions", json.dumps(body).encode())
@@ -601,7 +622,7 @@ def malformed(server, rng, cls):
 # The mix
 
 VALID = {"completion": 10, "completion_stream": 10, "chat": 8, "chat_stream": 8, "kv_pressure": 2, "keepalive": 2,
-         "chunked": 1, "expect_continue": 1, "slow_valid": 1}
+         "chunked": 1, "expect_continue": 1, "pipelined": 1, "slow_valid": 1}
 ABORTED = {"abort_stream": 6, "disconnect": 5, "slow_abandon": 1}
 MALFORMED_WEIGHTS = {name: (0.4 if name in ("huge_prompt", "body_too_big", "header_too_big") else 1)
                      for name, _, _ in MALFORMED}
@@ -615,7 +636,7 @@ def run_one(server, rng, results, cls):
             return kv_pressure(server, rng, results)  # records each request of the burst itself
         if cls in ("completion", "completion_stream", "chat", "chat_stream"):
             prompts = valid_request(server, rng, cls.split("_")[0], cls.endswith("_stream"))
-        elif cls in ("keepalive", "chunked", "expect_continue", "slow_valid"):
+        elif cls in ("keepalive", "chunked", "expect_continue", "pipelined", "slow_valid"):
             prompts = globals()[cls](server, rng)
         elif cls in ABORTED:
             globals()[cls](server, rng)
@@ -687,7 +708,8 @@ def main():
                    else "build/cpu/taco_llm", help="the taco_llm binary")
     p.add_argument("--minutes", type=float, default=3.0)
     p.add_argument("--threads", type=int, default=12, help="worker threads")
-    p.add_argument("--model", default="", help="model folder (default: the built-in demo model)")
+    p.add_argument("--model", default="", help="model folder (default: the built-in demo model); the long prompts "
+                   "use token ids 100-6000 and --long-prompt + --long-max-tokens tokens of context")
     p.add_argument("--device", default="cpu")
     p.add_argument("--kv-blocks", type=int, default=96,
                    help="--num-gpu-blocks-override: 96 blocks of 16 tokens hold 1.5 requests of the demo's 1024")
@@ -698,8 +720,9 @@ def main():
     p.add_argument("--long-max-tokens", type=int, default=200, help="the most tokens a kv_pressure prompt asks for")
     p.add_argument("--timeout", type=float, default=180, help="seconds a client waits on one request")
     p.add_argument("--fd-margin", type=int, default=2, help="open fds allowed above the baseline at the end")
-    p.add_argument("--rss-margin-mb", type=float, default=128,
-                   help="RSS growth allowed over the post-warm-up baseline (the allocator keeps freed memory)")
+    p.add_argument("--rss-margin-mb", type=float, default=48,
+                   help="RSS growth allowed over the post-warm-up baseline, MiB (the allocator keeps freed memory; "
+                   "3 minutes of the default mix grow it by about 7)")
     p.add_argument("--allow-no-preemption", action="store_true", help="do not fail when no preemption happened")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--server-arg", action="append", default=[], help="an extra `taco_llm serve` argument")
