@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU suite, run on the H200 in one call (after scripts/device_bundle.sh here, with .device/bundle carried):
+# The GPU suite, run on the H200 in one call (after scripts/device_bundle.sh here; the run carries
+# .device/bundle.tar.xz alone, ~22 MB beside the ~36 MB tree, not the unpacked .device/bundle):
 # op parity of every op and dtype on CUDA, tests/cuda (GPU golden parity, sampler, runner, stress), an end-to-end
 # generate, and the BENCHMARKS.md workloads on the Llama-3.1-8B shape with dummy weights. Each step has its own
 # time limit so one hang cannot eat the call; logs and JSON go to $OUT.
-# Usage (on the device): scripts/gpu_suite.sh [tests|bench|all] (default all)
+# Usage (on the device): scripts/gpu_suite.sh [tests|bench|all] (default all). tests and bench each fit one call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
