@@ -24,6 +24,7 @@
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
 
 namespace taco::cuda {
@@ -34,25 +35,6 @@ constexpr int kRowsPerCta = kAttentionRowsPerCta;  // one row per warp
 constexpr int kPartitionKeys = kAttentionPartitionKeys;
 static_assert(kPartitionKeys % kTileKeys == 0, "partitions are whole tiles");
 constexpr unsigned kFullWarp = 0xffffffffu;
-
-__device__ __forceinline__ float to_float(float v) { return v; }
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <class T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-    return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-    return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
-}
 
 // Round to the nearest bfloat16 (ties to even), as f32_to_bf16 and torch do.
 __device__ __forceinline__ float round_to_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
@@ -159,7 +141,7 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
     const QT* q = static_cast<const QT*>(p.q);
     for (int e = int(threadIdx.x); e < num_rows * D; e += int(blockDim.x)) {
         const RowInfo& info = rows[e / D];
-        q_rows[e] = info.state == kRowOk ? to_float(q[(int64_t(info.token) * p.num_heads + info.head) * D + e % D]) : 0;
+        q_rows[e] = info.state == kRowOk ? to_f32(q[(int64_t(info.token) * p.num_heads + info.head) * D + e % D]) : 0;
     }
     const RowInfo me = rows[warp];
     const KVT* k_cache = static_cast<const KVT*>(p.k_cache);
@@ -213,8 +195,8 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
                 for (int e = int(threadIdx.x); e < kTileKeys * D; e += int(blockDim.x)) {
                     const int i = e / D, d = e % D;
                     const int64_t offset = key_offset[i];
-                    k_tile[i * stride + d] = offset >= 0 ? to_float(k_cache[offset + d]) : 0.0f;
-                    v_tile[i * stride + d] = offset >= 0 ? to_float(v_cache[offset + d]) : 0.0f;
+                    k_tile[i * stride + d] = offset >= 0 ? to_f32(k_cache[offset + d]) : 0.0f;
+                    v_tile[i * stride + d] = offset >= 0 ? to_f32(v_cache[offset + d]) : 0.0f;
                 }
                 __syncthreads();
                 if (!mine) continue;  // warp-uniform
@@ -276,13 +258,13 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
 #pragma unroll
             for (int i = 0; i < kDimsPerLane; ++i) {
                 const int d = lane + 32 * i;
-                if (d < D) row[d] = from_float<QT>(poisoned ? NAN : __fdiv_rn(total_o[i], total_l));
+                if (d < D) row[d] = from_f32<QT>(poisoned ? NAN : __fdiv_rn(total_o[i], total_l));
             }
         }
     }
     if (me.state == kRowBad && !split) {
         QT* row = out + (int64_t(me.token) * p.num_heads + me.head) * D;
-        for (int d = lane; d < D; d += 32) row[d] = from_float<QT>(NAN);
+        for (int d = lane; d < D; d += 32) row[d] = from_f32<QT>(NAN);
     }
 }
 
@@ -297,7 +279,7 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     if (info.state == kRowNone || d >= p.head_dim) return;
     QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
     if (info.state == kRowBad) {
-        *out = from_float<QT>(NAN);
+        *out = from_f32<QT>(NAN);
         return;
     }
     const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * (p.head_dim + 2);
@@ -308,7 +290,7 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
         merge_scales(M, L, part[0], part[1], a, b);
         O = merged_value(O, a, part[2 + d], b);
     }
-    *out = from_float<QT>(__fdiv_rn(O, L));
+    *out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 void check_launch(const char* kernel) {
