@@ -27,6 +27,18 @@ inline constexpr int kMaxJsonExcerptDepth = 4;
 // scheduler steps of the default --max-num-seqs (256).
 inline constexpr int64_t kMaxSamplesPerPrompt = 256;
 
+// Stop conditions of one request: every generated token is checked against each stop string (over a window as
+// long as the longest) and each stop token id, so their number and size bound that per-token work. OpenAI allows
+// 4 stop strings; vLLM sets no bound.
+inline constexpr size_t kMaxStopStrings = 256;
+inline constexpr size_t kMaxStopStringBytes = 4096;  // one stop string
+inline constexpr size_t kMaxStopTokenIds = 4096;
+
+// Engine flags that size per-step buffers (workspace, batch, logits) before anything runs: the buffers grow
+// with their product, so each is bounded (vLLM's defaults are 8192 / 256; these are 128x / 64x above).
+inline constexpr int64_t kMaxBatchedTokens = int64_t(1) << 20;  // --max-num-batched-tokens
+inline constexpr int64_t kMaxNumSeqs = int64_t(1) << 14;        // --max-num-seqs
+
 // Model files: every size read from config.json must fit these before any product of them is formed, so that
 // products (hidden_size * vocab_size, layers * heads * head_dim ...) cannot overflow int64.
 inline constexpr int64_t kMaxModelDim = int64_t(1) << 24;     // hidden, intermediate, vocab, heads, head_dim ...

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/limits.h"
 #include "core/log.h"
 
 namespace taco {
@@ -9,9 +10,15 @@ namespace taco {
 Status EngineConfig::validate() const {
     if (model_dir.empty()) return error("no model folder given");
     if (max_model_len < 0) return error("--max-model-len must be positive, got {}", max_model_len);
-    if (max_num_batched_tokens < 1)
-        return error("--max-num-batched-tokens must be positive, got {}", max_num_batched_tokens);
-    if (max_num_seqs < 1) return error("--max-num-seqs must be positive, got {}", max_num_seqs);
+    if (max_model_len > limits::kMaxModelPositions)
+        return error("--max-model-len must be at most {} (limits::kMaxModelPositions), got {}",
+                     limits::kMaxModelPositions, max_model_len);
+    if (max_num_batched_tokens < 1 || max_num_batched_tokens > limits::kMaxBatchedTokens)
+        return error("--max-num-batched-tokens must be in [1, {}] (limits::kMaxBatchedTokens), got {}",
+                     limits::kMaxBatchedTokens, max_num_batched_tokens);
+    if (max_num_seqs < 1 || max_num_seqs > limits::kMaxNumSeqs)
+        return error("--max-num-seqs must be in [1, {}] (limits::kMaxNumSeqs), got {}", limits::kMaxNumSeqs,
+                     max_num_seqs);
     if (block_size < 1 || (block_size & (block_size - 1)) != 0)
         return error("--block-size must be a power of two, got {}", block_size);
     if (!std::isfinite(kv_cache_gb) || kv_cache_gb < 0)

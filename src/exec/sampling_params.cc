@@ -57,8 +57,18 @@ Status SamplingParams::validate(int64_t vocab_size) const {
         if (vocab_size > 0 && token >= vocab_size)
             return error("stop_token_ids: token id {} is outside the vocabulary [0, {})", token, vocab_size);
     }
-    for (const std::string& s : stop)
+    if (stop.size() > limits::kMaxStopStrings)
+        return error("stop: at most {} strings (limits::kMaxStopStrings), got {}", limits::kMaxStopStrings,
+                     stop.size());
+    for (const std::string& s : stop) {
         if (s.empty()) return error("stop cannot contain an empty string");
+        if (s.size() > limits::kMaxStopStringBytes)
+            return error("stop: a string of {} bytes is longer than {} (limits::kMaxStopStringBytes)", s.size(),
+                         limits::kMaxStopStringBytes);
+    }
+    if (stop_token_ids.size() > limits::kMaxStopTokenIds)
+        return error("stop_token_ids: at most {} ids (limits::kMaxStopTokenIds), got {}", limits::kMaxStopTokenIds,
+                     stop_token_ids.size());
     TACO_RETURN_IF_ERROR(check_logprobs("logprobs", logprobs));
     TACO_RETURN_IF_ERROR(check_logprobs("prompt_logprobs", prompt_logprobs));
     return Status::ok();

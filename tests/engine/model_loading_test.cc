@@ -97,5 +97,19 @@ TEST(EngineConfigDevice, GpuMemoryUtilizationIsCheckedAndIsAnErrorWithDeviceCpu)
     EXPECT_NE(error_of(config.validate()).find("--swap-space (--host-cache-gb)"), std::string::npos);
 }
 
+TEST(EngineConfigLimits, StepSizesHaveADocumentedMaximum) {
+    EngineConfig config;
+    config.model_dir = testing_util::model_dir("llama");
+    config.max_num_batched_tokens = int64_t(1) << 40;
+    EXPECT_NE(error_of(config.validate()).find("--max-num-batched-tokens must be in [1, 1048576]"), std::string::npos);
+    config.max_num_batched_tokens = int64_t(1) << 20;
+    EXPECT_EQ(error_of(config.validate()), "<ok>");
+    config.max_num_seqs = 1000000;
+    EXPECT_NE(error_of(config.validate()).find("--max-num-seqs must be in [1, 16384]"), std::string::npos);
+    config.max_num_seqs = 256;
+    config.max_model_len = int64_t(1) << 40;
+    EXPECT_NE(error_of(config.validate()).find("--max-model-len must be at most"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace taco

@@ -76,6 +76,17 @@ TEST(SamplingParams, NAndBestOfHaveADocumentedMaximum) {
               "<ok>");
 }
 
+TEST(SamplingParams, StopConditionsHaveADocumentedMaximum) {
+    expect_error_names([](SamplingParams& p) { p.stop.assign(257, "x"); }, "stop: at most 256 strings");
+    expect_error_names([](SamplingParams& p) { p.stop = {std::string(4097, 'x')}; }, "kMaxStopStringBytes");
+    expect_error_names([](SamplingParams& p) { p.stop_token_ids.assign(4097, 1); }, "stop_token_ids: at most 4096");
+    EXPECT_EQ(error_of([](SamplingParams& p) {
+                  p.stop.assign(256, std::string(4096, 'x'));
+                  p.stop_token_ids.assign(4096, 1);
+              }),
+              "<ok>");
+}
+
 TEST(SamplingParams, AcceptsTheEdgesOfEachRange) {
     SamplingParams p;
     p.n = 2;
