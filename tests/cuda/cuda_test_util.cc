@@ -1,5 +1,7 @@
 #include "cuda_test_util.h"
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -13,6 +15,20 @@ bool cuda_usable(std::string* reason) {
     const Status status = cuda::init_backend(0);
     if (!status.is_ok() && reason != nullptr) *reason = status.message();
     return status.is_ok();
+}
+
+Tensor to_device(const TensorView& host) {
+    Tensor d =
+        Tensor::empty(std::span<const int64_t>(host.shape.data(), size_t(host.ndim)), host.dtype, MemoryKind::kDevice);
+    EXPECT_EQ(cudaMemcpy(d.view().data, host.data, host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+Tensor to_host(const TensorView& device) {
+    Tensor h = Tensor::empty(std::span<const int64_t>(device.shape.data(), size_t(device.ndim)), device.dtype,
+                             MemoryKind::kHost);
+    EXPECT_EQ(cudaMemcpy(h.view().data, device.data, device.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
 }
 
 std::unique_ptr<Decoder> load_on(const std::string& dir, Device device, std::optional<DType> dtype) {

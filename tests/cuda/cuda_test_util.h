@@ -24,6 +24,11 @@ bool cuda_usable(std::string* reason);
         if (!::taco::testing_util::cuda_usable(&taco_skip_reason_)) GTEST_SKIP() << taco_skip_reason_; \
     } while (0)
 
+// Synchronous copies of a contiguous tensor to device memory and back to host memory (same shape and dtype);
+// a failed copy is a test failure.
+Tensor to_device(const TensorView& host);
+Tensor to_host(const TensorView& device);
+
 // Decoder::load with LoadOptions{device, dtype}; a test failure and null on error.
 std::unique_ptr<Decoder> load_on(const std::string& dir, Device device, std::optional<DType> dtype);
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "cuda_test_util.h"
 #include "exec/batch_sampler.h"
 #include "exec/device_batch_sampler.h"
 #include "exec/logits_sampler.h"
@@ -27,6 +28,8 @@
 
 namespace taco {
 namespace {
+
+using testing_util::to_device;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -224,12 +227,6 @@ protected:
         c.device = Device::kCuda;
         c.stream = stream_;
         return c;
-    }
-
-    static Tensor to_device(const TensorView& host) {
-        Tensor device = Tensor::empty({host.size(0), host.size(1)}, DType::kF32, Device::kCuda);
-        EXPECT_EQ(cudaMemcpy(device.view().data, host.data, host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-        return device;
     }
 
     // Samples `draws` from `host_logits` on the CPU and on the GPU and expects the same results.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemm_plan_cache.h"
 #include "kernels/ops.h"
@@ -30,25 +31,16 @@ HostMatrix random_matrix(int64_t rows, int64_t cols, DType dtype, std::mt19937& 
     HostMatrix m{Tensor::empty({rows, cols}, dtype), {}};
     for (int64_t i = 0; i < rows * cols; ++i) {
         const float v = u(rng);
-        if (dtype == DType::kF32) m.tensor.as<float>()[i] = v;
-        if (dtype == DType::kBF16) m.tensor.as<uint16_t>()[i] = f32_to_bf16(v);
-        if (dtype == DType::kF16) m.tensor.as<uint16_t>()[i] = f32_to_f16(v);
+        store_from_f32(m.tensor.view().data, dtype, size_t(i), v);
         m.values.push_back(load_as_f32(m.tensor.view().data, dtype, size_t(i)));
     }
     return m;
 }
 
-Tensor to_device(const TensorView& host) {
-    Tensor d =
-        Tensor::empty(std::span<const int64_t>(host.shape.data(), size_t(host.ndim)), host.dtype, MemoryKind::kDevice);
-    EXPECT_EQ(cudaMemcpy(d.view().data, host.data, host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-}
+using testing_util::to_device;
 
 std::vector<double> read(const TensorView& device) {
-    Tensor h = Tensor::empty(std::span<const int64_t>(device.shape.data(), size_t(device.ndim)), device.dtype,
-                             MemoryKind::kHost);
-    EXPECT_EQ(cudaMemcpy(h.view().data, device.data, device.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    const Tensor h = testing_util::to_host(device);
     std::vector<double> v;
     for (int64_t i = 0; i < h.numel(); ++i) v.push_back(load_as_f32(h.view().data, h.view().dtype, size_t(i)));
     return v;

@@ -15,6 +15,7 @@
 
 #include "core/tensor.h"
 #include "core/workspace.h"
+#include "cuda_test_util.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/ops.h"
@@ -38,11 +39,7 @@ struct HostBatch {
 // Host values rounded to dtype, stored in a host tensor of that dtype.
 Tensor host_tensor(std::initializer_list<int64_t> dims, DType dtype, const std::vector<float>& values) {
     Tensor t = Tensor::empty(dims, dtype);
-    for (size_t i = 0; i < values.size(); ++i) {
-        if (dtype == DType::kF32) t.as<float>()[i] = values[i];
-        if (dtype == DType::kBF16) t.as<uint16_t>()[i] = f32_to_bf16(values[i]);
-        if (dtype == DType::kF16) t.as<uint16_t>()[i] = f32_to_f16(values[i]);
-    }
+    for (size_t i = 0; i < values.size(); ++i) store_from_f32(t.view().data, dtype, i, values[i]);
     return t;
 }
 
@@ -53,19 +50,8 @@ std::vector<float> random_values(size_t n, std::mt19937& rng, float lo, float hi
     return v;
 }
 
-Tensor to_device(const TensorView& host) {
-    Tensor d =
-        Tensor::empty(std::span<const int64_t>(host.shape.data(), size_t(host.ndim)), host.dtype, MemoryKind::kDevice);
-    EXPECT_EQ(cudaMemcpy(d.view().data, host.data, host.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-    return d;
-}
-
-Tensor to_host(const TensorView& device) {
-    Tensor h = Tensor::empty(std::span<const int64_t>(device.shape.data(), size_t(device.ndim)), device.dtype,
-                             MemoryKind::kHost);
-    EXPECT_EQ(cudaMemcpy(h.view().data, device.data, device.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-    return h;
-}
+using testing_util::to_device;
+using testing_util::to_host;
 
 Tensor i32_tensor(std::initializer_list<int64_t> dims, const std::vector<int32_t>& v) {
     Tensor t = Tensor::empty(dims, DType::kI32);
