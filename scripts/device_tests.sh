@@ -4,16 +4,7 @@
 # fresh random models compared with taco_llm's. Logs go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/taco-out}
-mkdir -p "$out"
-# The bundle travels compressed (device_bundle.sh).
-[ -f .device/bundle.tar.xz ] && tar -C .device -xJf .device/bundle.tar.xz
-export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
-# The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
-mkdir -p /work && ln -sfn "$PWD" /work/main
-preset=$(cat .device/bundle/preset 2>/dev/null || echo cpu)
-build=build/$preset
-mkdir -p "$build" && cp .device/bundle/taco_* .device/bundle/*_bench "$build/"
+source scripts/device_env.sh
 {
   echo "preset: $preset"
   nproc; lscpu | grep -E 'Model name|Flags' | cut -c1-200; nvidia-smi -L || true

@@ -8,17 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-out=${OUT:-/tmp/taco-out}
-mkdir -p "$out"
-# The bundle travels compressed (device_bundle.sh).
-[ -f .device/bundle.tar.xz ] && tar -C .device -xJf .device/bundle.tar.xz
-export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
-# The test binaries were compiled with the repo at /work/main and binaries in build/<preset> (device_bundle.sh's).
-mkdir -p /work && ln -sfn "$PWD" /work/main
-preset=$(cat .device/bundle/preset 2>/dev/null || echo cuda)
-build=build/$preset
-mkdir -p "$build" && cp .device/bundle/taco_* "$build/" 2>/dev/null
-cp .device/bundle/*_bench "$build/" 2>/dev/null
+source scripts/device_env.sh
 status=0
 step() {  # step NAME SECONDS COMMAND...: runs it with a limit; output appended to $out/steps.log (the tool brings
   # back at most 8 files), a line in summary.txt
