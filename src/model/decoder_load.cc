@@ -32,30 +32,25 @@ Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, ModelConf
 
 Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const LoadOptions& options) {
     TACO_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::load_dir(dir));
-    if (!options.dummy && options.device == Device::kCpu && !options.dtype) return load(dir, std::move(config));
+    if (!options.dummy) {
+        TACO_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> decoder, load(dir, std::move(config)));
+        if (options.device == Device::kCpu && !options.dtype) return decoder;  // served as stored, from the mapping
+        TACO_RETURN_IF_ERROR(decoder->place_weights(options, decoder->weight_dtype_));
+        // On a device every weight the forward pass reads is a copy: the mapping can go.
+        if (options.device != Device::kCpu) decoder->checkpoint_.reset();
+        return decoder;
+    }
     std::unique_ptr<Decoder> decoder(new Decoder());
     decoder->config_ = std::move(config);
     TACO_ASSIGN_OR_RETURN(decoder->spec_, arch_spec_for(decoder->config_));
-    DType stored = DType::kBF16;
-    if (options.dummy) {
-        // The weights a checkpoint of this config would hold: its saved dtype (bf16 when it names none).
-        stored = decoder->config_.dtype.value_or(DType::kBF16);
-        if (!dtype_is_float(stored)) stored = DType::kBF16;
-        decoder->dummy_ = std::make_unique<DummyWeights>(stored, options.dummy_seed);
-        WeightBinder binder(*decoder->dummy_, decoder->spec_);
-        TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
-        TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));
-        if (options.device != Device::kCpu) decoder->dummy_->release();
-    } else {
-        TACO_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open_dir(dir));
-        decoder->checkpoint_ = std::make_unique<Checkpoint>(std::move(checkpoint));
-        WeightBinder binder(*decoder->checkpoint_, decoder->spec_);
-        TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
-        stored = decoder->config_.dtype.value_or(decoder->embed_.dtype);
-        TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));
-        // On a device every weight the forward pass reads is a copy: the mapping can go.
-        if (options.device != Device::kCpu) decoder->checkpoint_.reset();
-    }
+    // The weights a checkpoint of this config would hold: its saved dtype (bf16 when it names none).
+    DType stored = decoder->config_.dtype.value_or(DType::kBF16);
+    if (!dtype_is_float(stored)) stored = DType::kBF16;
+    decoder->dummy_ = std::make_unique<DummyWeights>(stored, options.dummy_seed);
+    WeightBinder binder(*decoder->dummy_, decoder->spec_);
+    TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
+    TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));
+    if (options.device != Device::kCpu) decoder->dummy_->release();
     return decoder;
 }
 

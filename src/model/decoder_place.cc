@@ -1,5 +1,6 @@
 // Decoder::place_weights: every weight the forward pass reads, to the device and dtype it is served in
 // (LoadOptions), and --dtype's spellings.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,9 +50,12 @@ Status Decoder::place_weights(const LoadOptions& options, DType stored) {
               &w.pre_feedforward_norm, &w.post_feedforward_norm, &w.q_norm, &w.k_norm, &w.q_norm_bias, &w.k_norm_bias})
             vectors.push_back(t);
     }
+    // Served bytes, each matrix once (a tied head is the embedding's view; the placer places it once too).
     size_t total = 0;
+    std::set<const void*> counted;
     for (const TensorView* m : matrices)
-        if (m->data != nullptr) total += size_t(m->numel()) * dtype_size_bytes(served);
+        if (m->data != nullptr && counted.insert(m->data).second)
+            total += size_t(m->numel()) * dtype_size_bytes(served);
     for (const DecoderLayerWeights& w : layers_)
         if (w.moe != nullptr) total += w.moe->matrix_elements() * dtype_size_bytes(served);
 
