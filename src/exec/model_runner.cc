@@ -193,8 +193,8 @@ Status ModelRunner::allocate_kv(const RunnerOptions& options, const KvSizingConf
 
 void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
     if (copies.empty()) return;
+    ExecContext copy_ctx;  // the CPU: memcpy; CUDA: the copy stream
 #ifdef TACO_WITH_CUDA
-    ExecContext copy_ctx;
     if (cuda_) {
         cuda_->forward_done->record(executor_->stream());
         cuda_->forward_done->wait(cuda_->copy_stream->get());
@@ -225,13 +225,7 @@ void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
         for (size_t t = 0; t < src.size(); ++t) {
             const TensorView from = src[t]->view().rows(c.src_block, c.src_block + count);
             const TensorView to = dst[t]->view().rows(c.dst_block, c.dst_block + count);
-#ifdef TACO_WITH_CUDA
-            if (cuda_) {
-                ops::copy(copy_ctx, from, to);
-                continue;
-            }
-#endif
-            std::memcpy(to.data, from.data, from.nbytes());
+            ops::copy(copy_ctx, from, to);
         }
         begin = end;
     }
