@@ -271,11 +271,9 @@ void Engine::step() {
     // a step that has some (on the CPU host_logits() is the logits themselves).
     const TensorView logits = runner_->execute(sequences);
     scheduler_->update_after_step(out);
-    // ---- Host logits --------------------------------------------------------------------------------------------
     const bool any_prompt_rows =
         std::any_of(rows.begin(), rows.end(), [](const Rows& r) { return r.num_prompt_rows > 0; });
     const TensorView host_logits = any_prompt_rows ? runner_->host_logits() : TensorView();
-    // ---- End of host logits -----------------------------------------------------------------------------------------
 
     const int64_t vocab = logits.size(1);
     std::vector<RequestGroup*> touched;  // groups with a sampling row this step, in row order
