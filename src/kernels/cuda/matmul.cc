@@ -1,5 +1,7 @@
-// ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32) through cuBLASLt, one cached plan per shape
-// (gemm_plan_cache.h: the column-major mapping, fp32 accumulation and what the order of the sums guarantees).
+// ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32). Decode shapes (M <= kSkinnyMaxRows, f16 /
+// bf16) run the skinny kernel (skinny_gemm.h: memory-bound, batch-invariant up to that many rows); the rest run through
+// cuBLASLt, one cached plan per shape (gemm_plan_cache.h: the column-major mapping, fp32 accumulation and what the
+// order of the sums guarantees).
 //
 // Dtypes: x and w alike (f32, f16 or bf16: on CUDA the loader converts weights to the activation dtype), y in x's
 // dtype or f32 (the lm_head's and the MoE router's f32 logits from bf16 hidden states). ops.cc lets the CPU's
@@ -11,6 +13,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/gemm_plan_cache.h"
 #include "kernels/cuda/matmul_bias.h"
+#include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
 
@@ -27,6 +30,11 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
     const int64_t m = x.shape[0], n = w.shape[0], k = x.shape[1];
     if (m == 0 || n == 0) return;
     TACO_CHECK_MSG(k > 0, "matmul on CUDA: x {} has no columns", x.shape_string());
+    const float* bias_data = bias != nullptr ? static_cast<const float*>(bias->data) : nullptr;
+    if (skinny_gemm_applies(m, n, k, x.dtype, y.dtype, x.data, w.data)) {
+        skinny_gemm(x.data, w.data, bias_data, y.data, m, n, k, x.dtype, y.dtype, ctx.stream);
+        return;
+    }
     int device = 0;
     TACO_CUDA_CHECK(cudaGetDevice(&device));
 
@@ -44,7 +52,6 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
     key.workspace_bytes = ctx.blas_workspace.defined() ? ctx.blas_workspace.nbytes() : 0;
     key.device = device;
     auto handle = static_cast<cublasLtHandle_t>(ctx.blas_handle);
-    const float* bias_data = bias != nullptr ? static_cast<const float*>(bias->data) : nullptr;
     const GemmPlan& plan = GemmPlanCache::global().get(handle, key, bias_data);
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     plan.run(handle, x.data, w.data, bias_data, y.data, ctx.blas_workspace.data, stream);

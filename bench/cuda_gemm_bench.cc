@@ -1,0 +1,168 @@
+// The decode GEMMs of the Llama-3.1-8B shape on the GPU, against the device's copy bandwidth (BENCHMARKS.md, issue 13's
+// skinny-GEMM target: >= 85% of the copy bandwidth on every decode matrix).
+//   BM_DeviceCopy:  cudaMemcpyAsync of 1 GiB device to device; bytes read + written per second (the ceiling).
+//   BM_Skinny:      the skinny kernel (kernels/cuda/skinny_gemm.h), M rows of bf16 x against an N x K bf16 matrix.
+//   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16).
+// Arguments: M, N, K. Weights rotate through a 1 GiB pool so they come from HBM, not from the 50 MB L2. Counters:
+// weight_GBps (weight bytes per second; over BM_DeviceCopy's rw_GBps: the fraction of the copy bandwidth).
+//   build/cuda/cuda_gemm_bench --benchmark_min_time=0.2s
+// Without the CUDA backend (or without a usable GPU) every benchmark reports the reason and skips.
+#include <benchmark/benchmark.h>
+
+#ifdef TACO_WITH_CUDA
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "core/tensor.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/gemm_plan_cache.h"
+#include "kernels/cuda/skinny_gemm.h"
+
+namespace taco::cuda {
+namespace {
+
+constexpr size_t kPoolBytes = size_t(1) << 30;
+
+struct Gpu {
+    std::unique_ptr<DeviceStream> stream;
+    ExecContext ctx;
+    Tensor pool, x, y;  // weights pool (bf16), x [16, 14336] bf16, y [16, 128256] f32
+    std::string unavailable;
+};
+
+Gpu& gpu() {
+    static Gpu g = [] {
+        Gpu made;
+        const Status status = init_backend(0);
+        if (!status.is_ok()) {
+            made.unavailable = status.message();
+            return made;
+        }
+        auto s = DeviceStream::create();
+        if (!s.is_ok()) {
+            made.unavailable = s.status().message();
+            return made;
+        }
+        made.stream = std::move(s).value();
+        made.ctx = made.stream->context(nullptr);
+        made.pool = Tensor::empty({int64_t(kPoolBytes / 2)}, DType::kBF16, Device::kCuda);
+        made.x = Tensor::empty({16, 14336}, DType::kBF16, Device::kCuda);
+        made.y = Tensor::empty({16, 128256}, DType::kF32, Device::kCuda);
+        // Small values (all bits 0x3c00 = bf16 0.0078125): no infinities or denormals in the sums.
+        cudaMemset(made.pool.view().data, 0x3c, kPoolBytes);
+        cudaMemset(made.x.view().data, 0x3c, made.x.view().nbytes());
+        cudaDeviceSynchronize();
+        return made;
+    }();
+    return g;
+}
+
+// Times `body(iteration)` with events around a batch of calls; sets the manual time per call.
+template <class F>
+void time_on_gpu(benchmark::State& state, F&& body) {
+    Gpu& g = gpu();
+    auto stream = static_cast<cudaStream_t>(g.stream->stream());
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    int64_t i = 0;
+    for (int w = 0; w < 3; ++w) body(i++);  // plans, caches, clocks
+    for (auto _ : state) {
+        constexpr int kCalls = 20;
+        cudaEventRecord(start, stream);
+        for (int c = 0; c < kCalls; ++c) body(i++);
+        cudaEventRecord(stop, stream);
+        cudaEventSynchronize(stop);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, start, stop);
+        state.SetIterationTime(double(ms) / 1e3 / kCalls);
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+}
+
+void BM_DeviceCopy(benchmark::State& state) {
+    Gpu& g = gpu();
+    if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
+    auto stream = static_cast<cudaStream_t>(g.stream->stream());
+    auto* base = static_cast<uint8_t*>(g.pool.view().data);
+    time_on_gpu(state, [&](int64_t) {
+        cudaMemcpyAsync(base + kPoolBytes / 2, base, kPoolBytes / 2, cudaMemcpyDeviceToDevice, stream);
+    });
+    // Bytes read + written per call: half the pool each.
+    state.counters["rw_GBps"] = benchmark::Counter(double(kPoolBytes), benchmark::Counter::kIsIterationInvariantRate,
+                                                   benchmark::Counter::kIs1000);
+}
+
+// The weight matrix of iteration i: consecutive N x K slices of the pool, wrapping.
+const void* weights(int64_t i, int64_t n, int64_t k) {
+    const size_t bytes = size_t(n * k) * 2, slots = kPoolBytes / bytes;
+    return static_cast<uint8_t*>(gpu().pool.view().data) + size_t(i) % slots * bytes;
+}
+
+void report(benchmark::State& state, int64_t n, int64_t k) {
+    state.counters["weight_GBps"] = benchmark::Counter(double(n * k * 2), benchmark::Counter::kIsIterationInvariantRate,
+                                                       benchmark::Counter::kIs1000);
+}
+
+void BM_Skinny(benchmark::State& state) {
+    Gpu& g = gpu();
+    if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
+    const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+    time_on_gpu(state, [&](int64_t i) {
+        skinny_gemm(g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, m, n, k, DType::kBF16,
+                    n == 128256 ? DType::kF32 : DType::kBF16, g.stream->stream());
+    });
+    report(state, n, k);
+}
+
+void BM_Cublas(benchmark::State& state) {
+    Gpu& g = gpu();
+    if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
+    const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+    GemmKey key;
+    key.m = m, key.n = n, key.k = k, key.in_dtype = DType::kBF16;
+    key.out_dtype = n == 128256 ? DType::kF32 : DType::kBF16;
+    key.workspace_bytes = g.ctx.blas_workspace.nbytes();
+    cudaGetDevice(&key.device);
+    auto handle = static_cast<cublasLtHandle_t>(g.ctx.blas_handle);
+    const GemmPlan& plan = GemmPlanCache::global().get(handle, key, nullptr);
+    auto stream = static_cast<cudaStream_t>(g.stream->stream());
+    time_on_gpu(state, [&](int64_t i) {
+        plan.run(handle, g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, g.ctx.blas_workspace.data,
+                 stream);
+    });
+    report(state, n, k);
+}
+
+// The 8B model's decode matrices: fused qkv, o_proj, gate / up, fused gate+up, down, lm_head.
+void decode_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t m : {1, 2, 4, 8, 16})
+        for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096},
+                            {4096, 4096},
+                            {14336, 4096},
+                            {28672, 4096},
+                            {4096, 14336},
+                            {128256, 4096}})
+            b->Args({m, n, k});
+}
+
+BENCHMARK(BM_DeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Skinny)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Cublas)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace taco::cuda
+
+#else
+
+namespace {
+void BM_NoCuda(benchmark::State& state) { state.SkipWithError("built without the CUDA backend (TACO_CUDA=OFF)"); }
+BENCHMARK(BM_NoCuda);
+}  // namespace
+
+#endif
+
+BENCHMARK_MAIN();

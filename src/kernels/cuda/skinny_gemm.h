@@ -1,0 +1,31 @@
+// The skinny GEMM of ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32) for the decode shapes,
+// M <= kSkinnyMaxRows, where cuBLASLt reaches only part of the memory bandwidth on the small matrices (BENCHMARKS.md:
+// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams a few rows of w once with 16-byte loads, the
+// whole block splitting K, and reuses each loaded w vector for every row of x.
+//
+// Order of the sums (ARCHITECTURE.md "Parity rule"): an output element is the fp32 sum of its K products in an order
+// fixed by K alone (each thread's strided partial, then a fixed shuffle tree, then the warps in order), never by M or
+// by the other rows, so a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows, and the same call
+// gives the same bits every time (no atomics). The bias is added in fp32 before the one rounding to y's dtype.
+// Plain C++17 header (skinny_gemm.cu).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace taco::cuda {
+
+constexpr int64_t kSkinnyMaxRows = 16;
+
+// Whether the skinny kernel takes this product: x and w f16 or bf16 alike, y in their dtype or f32, 1 <= m <=
+// kSkinnyMaxRows, k a multiple of 8 and x, w 16-byte aligned (its vector loads).
+bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType out_dtype, const void* x,
+                         const void* w);
+
+// Enqueues the product on `stream` (a cudaStream_t); bias may be null. Aborts naming the shape when
+// skinny_gemm_applies is false or the launch fails.
+void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
+                 DType in_dtype, DType out_dtype, void* stream);
+
+}  // namespace taco::cuda

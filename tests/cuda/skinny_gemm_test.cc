@@ -1,0 +1,161 @@
+// The skinny GEMM of the decode shapes (kernels/cuda/skinny_gemm.h) on a real GPU: fp32 accumulation into either
+// output dtype with the bias before the one rounding, a row's bits the same alone or among up to 16 rows whatever the
+// other rows hold, the same bits every call, ops::matmul taking it for M <= 16 in f16 / bf16 and cuBLASLt for the
+// products it does not take (odd K, misaligned views, f32). Skipped (with the reason) where no GPU is usable.
+#include <cuda_runtime.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "cuda_test_util.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/skinny_gemm.h"
+#include "kernels/ops.h"
+
+namespace taco {
+namespace {
+
+using testing_util::to_device;
+using testing_util::to_host;
+
+Tensor random_host(int64_t rows, int64_t cols, DType dtype, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    Tensor t = Tensor::empty({rows, cols}, dtype);
+    for (int64_t i = 0; i < rows * cols; ++i) store_from_f32(t.view().data, dtype, size_t(i), u(rng));
+    return t;
+}
+
+double value(const Tensor& host, int64_t i) { return load_as_f32(host.view().data, host.view().dtype, size_t(i)); }
+
+std::vector<uint8_t> bytes_of(const TensorView& device) {
+    std::vector<uint8_t> b(device.nbytes());
+    EXPECT_EQ(cudaMemcpy(b.data(), device.data, b.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return b;
+}
+
+class SkinnyGemm : public ::testing::Test {
+protected:
+    void SetUp() override {
+        TACO_SKIP_WITHOUT_GPU();
+        auto made = cuda::DeviceStream::create();
+        ASSERT_TRUE(made.is_ok());
+        stream_ = std::move(made).value();
+        ctx_ = stream_->context(nullptr);
+    }
+
+    // The skinny kernel's y for host x, w (and bias [1, n] f32 or none).
+    Tensor skinny(const Tensor& x, const Tensor& w, const Tensor* bias, DType out) {
+        const int64_t m = x.view().shape[0], k = x.view().shape[1], n = w.view().shape[0];
+        Tensor dx = to_device(x), dw = to_device(w);
+        Tensor dbias = bias != nullptr ? to_device(*bias) : Tensor();
+        Tensor dy = Tensor::empty({m, n}, out, Device::kCuda);
+        EXPECT_TRUE(cuda::skinny_gemm_applies(m, n, k, x.view().dtype, out, dx.view().data, dw.view().data));
+        cuda::skinny_gemm(dx.view().data, dw.view().data,
+                          bias != nullptr ? static_cast<const float*>(dbias.view().data) : nullptr, dy.view().data, m,
+                          n, k, x.view().dtype, out, ctx_.stream);
+        stream_->synchronize();
+        return dy;
+    }
+
+    std::unique_ptr<cuda::DeviceStream> stream_;
+    ExecContext ctx_;
+};
+
+TEST_F(SkinnyGemm, AccumulatesInFp32WithTheBiasBeforeTheOneRounding) {
+    std::mt19937 rng(11);
+    for (DType in : {DType::kBF16, DType::kF16}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 9, 16}) {
+            for (int64_t k : {8, 1000, 4104}) {
+                const int64_t n = 37;
+                Tensor x = random_host(m, k, in, rng), w = random_host(n, k, in, rng);
+                Tensor bias = random_host(1, n, DType::kF32, rng);
+                for (DType out : {in, DType::kF32}) {
+                    SCOPED_TRACE(std::string(dtype_name(in)) + " -> " + std::string(dtype_name(out)) + " m " +
+                                 std::to_string(m) + " k " + std::to_string(k));
+                    const Tensor y = to_host(skinny(x, w, &bias, out));
+                    // fp32 sums of K products in [-1, 1]: error well below 1e-5 of the row's scale (sqrt(K)).
+                    // A 16-bit y adds one rounding: half an epsilon of the value.
+                    const double eps = out == DType::kF32 ? 0.0 : out == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+                    for (int64_t i = 0; i < m; ++i)
+                        for (int64_t j = 0; j < n; ++j) {
+                            double want = value(bias, j);
+                            for (int64_t l = 0; l < k; ++l) want += value(x, i * k + l) * value(w, j * k + l);
+                            const double got = value(y, i * n + j);
+                            ASSERT_LE(std::abs(got - want), std::abs(want) * eps * 1.01 + 1e-5 * std::sqrt(double(k)))
+                                << "row " << i << " col " << j << ": " << got << " vs " << want;
+                        }
+                }
+            }
+        }
+    }
+}
+
+TEST_F(SkinnyGemm, ARowHasTheSameBitsAloneOrAmongUpTo16OtherRows) {
+    std::mt19937 rng(12);
+    const int64_t n = 300, k = 4096;
+    for (DType in : {DType::kBF16, DType::kF16}) {
+        Tensor w = random_host(n, k, in, rng), bias = random_host(1, n, DType::kF32, rng);
+        Tensor row = random_host(1, k, in, rng);
+        const std::vector<uint8_t> alone = bytes_of(skinny(row, w, &bias, in));
+        for (int64_t m : {2, 3, 4, 7, 8, 12, 16}) {
+            for (int64_t at : {int64_t(0), m - 1}) {
+                Tensor x = random_host(m, k, in, rng);  // other rows of other values
+                std::memcpy(static_cast<uint8_t*>(x.view().data) + size_t(at * k) * 2, row.view().data, size_t(k) * 2);
+                const std::vector<uint8_t> all = bytes_of(skinny(x, w, &bias, in));
+                EXPECT_EQ(std::memcmp(all.data() + size_t(at * n) * 2, alone.data(), size_t(n) * 2), 0)
+                    << dtype_name(in) << ": row " << at << " of " << m;
+            }
+        }
+        // And the same call gives the same bits every time.
+        Tensor x = random_host(5, k, in, rng);
+        EXPECT_EQ(bytes_of(skinny(x, w, &bias, in)), bytes_of(skinny(x, w, &bias, in)));
+    }
+}
+
+TEST_F(SkinnyGemm, MatmulTakesItForDecodeShapesAndCublasForTheRest) {
+    std::mt19937 rng(13);
+    const int64_t n = 96, k = 512;
+    Tensor w = random_host(n, k, DType::kBF16, rng);
+    Tensor x = random_host(4, k, DType::kBF16, rng);
+    Tensor dx = to_device(x), dw = to_device(w), dy = Tensor::empty({4, n}, DType::kBF16, Device::kCuda);
+    ops::matmul(ctx_, dx, dw, nullptr, dy);
+    stream_->synchronize();
+    EXPECT_EQ(bytes_of(dy), bytes_of(skinny(x, w, nullptr, DType::kBF16)));
+
+    // Not skinny: 17 rows, K not a multiple of 8, f32, a misaligned x; ops::matmul still computes them (cuBLASLt).
+    EXPECT_FALSE(cuda::skinny_gemm_applies(17, n, k, DType::kBF16, DType::kBF16, dx.view().data, dw.view().data));
+    EXPECT_FALSE(cuda::skinny_gemm_applies(1, n, 12, DType::kBF16, DType::kBF16, dx.view().data, dw.view().data));
+    EXPECT_FALSE(cuda::skinny_gemm_applies(1, n, k, DType::kF32, DType::kF32, dx.view().data, dw.view().data));
+    EXPECT_FALSE(cuda::skinny_gemm_applies(1, n, k, DType::kBF16, DType::kBF16,
+                                           static_cast<uint8_t*>(dx.view().data) + 2, dw.view().data));
+    const int64_t odd_k = 12;
+    Tensor xo = random_host(2, odd_k, DType::kBF16, rng), wo = random_host(5, odd_k, DType::kBF16, rng);
+    Tensor dxo = to_device(xo), dwo = to_device(wo), dyo = Tensor::empty({2, 5}, DType::kF32, Device::kCuda);
+    ops::matmul(ctx_, dxo, dwo, nullptr, dyo);
+    stream_->synchronize();
+    const Tensor yo = to_host(dyo);
+    for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+            double want = 0;
+            for (int64_t l = 0; l < odd_k; ++l) want += value(xo, i * odd_k + l) * value(wo, j * odd_k + l);
+            EXPECT_NEAR(value(yo, i * 5 + j), want, 1e-5);
+        }
+}
+
+TEST_F(SkinnyGemm, RefusesAProductItDoesNotTake) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    Tensor x = Tensor::empty({20, 16}, DType::kBF16, Device::kCuda),
+           w = Tensor::empty({4, 16}, DType::kBF16, Device::kCuda);
+    Tensor y = Tensor::empty({20, 4}, DType::kBF16, Device::kCuda);
+    EXPECT_DEATH(cuda::skinny_gemm(x.view().data, w.view().data, nullptr, y.view().data, 20, 4, 16, DType::kBF16,
+                                   DType::kBF16, ctx_.stream),
+                 "is not a skinny product");
+}
+
+}  // namespace
+}  // namespace taco
