@@ -38,8 +38,9 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   for suite in CudaF32/OpParity CudaBF16/OpParity CudaF16/OpParity Cuda/OpsBatchInvariance OpsContractDeathTest.Cuda; do
     step "kernels_${suite//\//_}" 240 "$build/taco_kernels_tests" --gtest_brief=1 --gtest_filter="$suite*"
   done
-  for suite in CudaAllocator CudaDeviceInfo CudaMatmul CudaPagedAttention DeviceBatchSamplerTest \
-    AllGoldenModels/CudaDryRun Families/CudaExecutor CudaRunner Dtypes/CudaEngineStress; do
+  for suite in CudaAllocator CudaDeviceInfo CudaMatmul SkinnyGemm CudaPagedAttention DeviceBatchSamplerTest \
+    AllGoldenModels/CudaDryRun Families/CudaExecutor Families/CudaGraphs Families/CudaGraphEngine CudaRunner \
+    Dtypes/CudaEngineStress; do
     step "cuda_${suite//\//_}" 300 "$build/taco_cuda_tests" --gtest_brief=1 --gtest_filter="$suite*"
   done
   for dir in tests/data/models/*/; do  # the golden families one by one
@@ -53,10 +54,16 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     --temperature 0 --device cuda --dtype float32
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
+  # The decode GEMMs (skinny kernel and cuBLASLt) against the copy bandwidth.
+  step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.1s --benchmark_out="$out/cuda_gemm_bench.json" \
+    --benchmark_out_format=json
   m=bench/models/llama-3.1-8b
   common=(--load-format dummy --device cuda --dtype bfloat16)
   step bench_latency 300 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \
     --output-json "$out/bench_latency.json"
+  # The same without CUDA graphs: the graphs' before/after.
+  step bench_latency_eager 200 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 2 --enforce-eager \
+    --output-json "$out/bench_latency_eager.json"
   step bench_batch 400 "$build/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/bench_batch.json"
 fi
 cat "$out/summary.txt"

@@ -68,6 +68,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     ro.num_host_blocks = config.num_host_blocks;
     ro.gpu_memory_utilization = config.gpu_memory_utilization.value_or(kDefaultGpuMemoryUtilization);
     ro.device_free_bytes_before_load = device_free_before_load;
+    ro.graph_mode = config.enforce_eager ? GraphMode::kEager : GraphMode::kGraphs;
+    ro.cuda_graph_sizes =
+        config.cuda_graph_sizes.empty() ? default_cuda_graph_sizes(sc.max_num_seqs) : config.cuda_graph_sizes;
     // The GPU sampler's scratch for a full step is taken before the runner measures what the KV cache may have.
     if (device == Device::kCuda) engine->sampler_.reserve_device(sc.max_num_seqs, model.vocab_size);
     TACO_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(decoder), ro));

@@ -28,6 +28,11 @@ Status EngineConfig::validate() const {
     if (host_cache_gb && (!std::isfinite(*host_cache_gb) || *host_cache_gb < 0))
         return error("--swap-space (--host-cache-gb) must be a non-negative number of GiB, got {}", *host_cache_gb);
     if (num_device_blocks < 0) return error("--num-gpu-blocks-override must be positive, got {}", num_device_blocks);
+    for (int64_t size : cuda_graph_sizes)
+        if (size < 1 || size > limits::kMaxNumSeqs)
+            return error("--cuda-graph-sizes: {} is not a batch size in [1, {}]", size, limits::kMaxNumSeqs);
+    if (enforce_eager && !cuda_graph_sizes.empty())
+        return error("--cuda-graph-sizes with --enforce-eager: eager steps capture no graphs; give one of them");
     return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -36,7 +37,11 @@ struct EngineConfig {
     std::optional<double> host_cache_gb;
     int64_t num_device_blocks = 0;  // > 0: the device tier's blocks, whatever the budgets (--num-gpu-blocks-override)
     int64_t num_host_blocks = -1;   // >= 0: overrides host_cache_gb (tests)
-    uint64_t seed = 0;              // seeds requests that carry no seed
+    // CUDA graphs of decode steps (vLLM's meaning): enforce_eager turns them off; cuda_graph_sizes are the batch
+    // sizes captured at start (empty: 1, 2, 4, 8, 16, ... up to max_num_seqs). No effect on the CPU, which has none.
+    bool enforce_eager = false;
+    std::vector<int64_t> cuda_graph_sizes;
+    uint64_t seed = 0;  // seeds requests that carry no seed
 
     Status validate() const;
     // The checks that need the device the engine runs on (the GPU-only flags on the CPU).

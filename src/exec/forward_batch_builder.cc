@@ -60,7 +60,34 @@ const ForwardBatch& ForwardBatchBuilder::build(std::span<const RunnerSequence> s
         l += seq.num_logits();
     }
     const int64_t s = int64_t(sequences.size());
-    const int64_t rows = std::max(t, pad_tokens_to);
+    return pack(sequences, std::max(t, pad_tokens_to), s, l);
+}
+
+const ForwardBatch& ForwardBatchBuilder::build_decode_bucket(std::span<const RunnerSequence> sequences,
+                                                             int64_t bucket) {
+    const int64_t s = int64_t(sequences.size());
+    TACO_CHECK_MSG(s <= bucket, "decode bucket of {} rows for {} sequences", bucket, s);
+    for (const RunnerSequence& seq : sequences)
+        TACO_CHECK_MSG(seq.num_new_tokens == 1 && seq.num_prompt_logits == 0 && seq.wants_logits,
+                       "a decode bucket takes one new token with its logits per sequence ({} new, {} prompt logits)",
+                       seq.num_new_tokens, seq.num_prompt_logits);
+    pack(sequences, bucket, bucket, bucket);
+    // The padding sequences: no tokens (they start where the real tokens end), length 0, an all-zero block table;
+    // their logits rows are padding rows, computed and never read.
+    int32_t* query_start = batch_.attention.query_start.as<int32_t>();
+    int32_t* logits = batch_.logits_indices.as<int32_t>();
+    for (int64_t i = s; i < bucket; ++i) {
+        query_start[i + 1] = int32_t(s);
+        logits[i] = int32_t(i);
+    }
+    // The launch shapes may depend on these two only through the bucket: the longest sequence the cache allows.
+    batch_.attention.max_query_len = 1;
+    batch_.attention.max_seq_len = int32_t(limits_.max_blocks_per_seq * block_size_);
+    return batch_;
+}
+
+const ForwardBatch& ForwardBatchBuilder::pack(std::span<const RunnerSequence> sequences, int64_t rows, int64_t s,
+                                              int64_t l) {
     TACO_CHECK_MSG(rows <= limits_.max_num_tokens && s <= limits_.max_num_sequences && l <= limits_.max_num_logits,
                    "step of {} tokens, {} sequences, {} logits past the limits {} / {} / {}", rows, s, l,
                    limits_.max_num_tokens, limits_.max_num_sequences, limits_.max_num_logits);
@@ -80,7 +107,8 @@ const ForwardBatch& ForwardBatchBuilder::build(std::span<const RunnerSequence> s
     int32_t* tables = batch_.attention.block_tables.as<int32_t>();
     const int64_t width = limits_.max_blocks_per_seq;
     int64_t row = 0, logit = 0;
-    for (int64_t i = 0; i < s; ++i) {
+    const int64_t real = int64_t(sequences.size());  // s may add padding sequences (build_decode_bucket)
+    for (int64_t i = 0; i < real; ++i) {
         const RunnerSequence& seq = sequences[size_t(i)];
         TACO_CHECK_GT(seq.num_new_tokens, 0);
         const int64_t end = seq.num_computed_tokens + seq.num_new_tokens;
@@ -108,7 +136,7 @@ const ForwardBatch& ForwardBatchBuilder::build(std::span<const RunnerSequence> s
         batch_.attention.max_query_len = std::max(batch_.attention.max_query_len, int32_t(seq.num_new_tokens));
         batch_.attention.max_seq_len = std::max(batch_.attention.max_seq_len, int32_t(end));
     }
-    query_start[s] = int32_t(row);
+    query_start[real] = int32_t(row);
     for (; row < rows; ++row) slots[row] = -1;  // padding: ids and positions stay 0
     return batch_;
 }

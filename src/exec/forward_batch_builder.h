@@ -42,6 +42,12 @@ public:
     // The step's batch, its rows padded to pad_tokens_to when that is larger. Checks every sequence against the
     // limits and its block table (a violation is a bug of the caller and aborts naming it).
     const ForwardBatch& build(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to = 0);
+    // A decode step in the fixed shape of a CUDA graph bucket: `bucket` tokens, sequences and logits rows whatever
+    // the number of sequences (0 to bucket, each with one new token and its logits, no prompt logits), and
+    // max_query_len 1, max_seq_len the longest the block tables allow, so every step of the bucket launches the same
+    // kernels with the same arguments at the same addresses. Sequences past the real ones are empty padding
+    // (length 0, no tokens); logits row i is sequence i's for the real ones.
+    const ForwardBatch& build_decode_bucket(std::span<const RunnerSequence> sequences, int64_t bucket);
     // A batch of the given shape with zeroed contents (workspace sizing by a dry run).
     const ForwardBatch& build_shape(int64_t num_tokens, int64_t num_sequences, int64_t num_logits);
 
@@ -56,6 +62,8 @@ public:
 
 private:
     ForwardBatch layout(void* base, Device device, int64_t t, int64_t s, int64_t l) const;
+    // Packs the sequences into a layout of `rows` tokens, s sequences (>= the real ones) and l logits rows.
+    const ForwardBatch& pack(std::span<const RunnerSequence> sequences, int64_t rows, int64_t s, int64_t l);
 
     BatchLimits limits_;
     int64_t block_size_;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 
 #include "core/check.h"
 #include "kernels/ops.h"
 #ifdef TACO_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/graph.h"
 #include "kernels/cuda/stream_event.h"
 #endif
 
@@ -17,6 +19,10 @@ struct ForwardExecutor::Cuda {
     std::unique_ptr<cuda::DeviceStream> stream;
     std::array<std::unique_ptr<cuda::Event>, 2> uploaded;  // recorded after the upload of builders_[i]
     Tensor batch;                                          // [capacity bytes] u8: the uploaded ForwardBatch
+    // The decode graphs by bucket, all captured over the cache whose first K tensor is at graph_kv (a graph keeps
+    // the addresses it was captured with: the batch buffer, the workspace, the logits buffer, the cache).
+    std::map<int64_t, std::unique_ptr<cuda::CudaGraph>> graphs;
+    const void* graph_kv = nullptr;
 };
 #else
 struct ForwardExecutor::Cuda {};
@@ -50,13 +56,36 @@ RotaryLayout prepared_rotary_layout(Decoder& decoder, int64_t max_model_len, int
     return decoder.rotary_layout();
 }
 
+// The buckets a mode uses: the sizes that fit the step limits, ascending and unique.
+std::vector<int64_t> buckets_of(const ExecutorOptions& o) {
+    if (o.graph_mode == GraphMode::kEager) return {};
+    std::vector<int64_t> sizes;
+    for (int64_t size : o.cuda_graph_sizes)
+        if (size >= 1 && size <= std::min(o.max_num_sequences, o.max_num_tokens)) sizes.push_back(size);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    return sizes;
+}
+
 }  // namespace
+
+std::vector<int64_t> default_cuda_graph_sizes(int64_t max_num_seqs) {
+    std::vector<int64_t> sizes;
+    for (int64_t size : {1, 2, 4})
+        if (size <= max_num_seqs) sizes.push_back(size);
+    for (int64_t size = 8; size <= std::min<int64_t>(max_num_seqs, 512); size += 8) sizes.push_back(size);
+    return sizes;
+}
 
 ForwardExecutor::ForwardExecutor(Decoder& decoder, const ExecutorOptions& options)
     : decoder_(decoder),
       max_model_len_(model_len(decoder, options.max_model_len)),
       activation_dtype_(activation_dtype_of(decoder)),
-      workspace_(decoder.device() == Device::kCpu ? MemoryKind::kHost : MemoryKind::kDevice) {
+      workspace_(decoder.device() == Device::kCpu ? MemoryKind::kHost : MemoryKind::kDevice),
+      // The CPU has no graphs; its bucketed mode (the padded layout, eagerly) still serves tests of that layout.
+      graph_mode_(decoder.device() == Device::kCpu && options.graph_mode == GraphMode::kGraphs ? GraphMode::kEager
+                                                                                               : options.graph_mode),
+      buckets_(graph_mode_ == GraphMode::kEager ? std::vector<int64_t>{} : buckets_of(options)) {
     const BatchLimits limits = limits_of(options, max_model_len_);
     const RotaryLayout rotary =
         prepared_rotary_layout(decoder, max_model_len_, options.max_num_sequences, activation_dtype_);
@@ -120,14 +149,20 @@ void ForwardExecutor::size_workspace(KvCacheTensors& kv) {
     workspace_.reserve(workspace_.high_water_bytes());
 }
 
-ForwardBatch ForwardExecutor::stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to) {
-    if (!cuda_) return builders_[0].build(sequences, pad_tokens_to);
+ForwardBatch ForwardExecutor::stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to, int64_t bucket) {
+    if (!cuda_)
+        return bucket > 0 ? builders_[0].build_decode_bucket(sequences, bucket)
+                          : builders_[0].build(sequences, pad_tokens_to);
 #ifdef TACO_WITH_CUDA
     const size_t i = next_builder_;
     next_builder_ = (next_builder_ + 1) % builders_.size();
     ForwardBatchBuilder& builder = builders_[i];
     cuda_->uploaded[i]->synchronize();  // the last upload from this pinned buffer has read it
-    builder.build(sequences, pad_tokens_to);
+    if (bucket > 0) {
+        builder.build_decode_bucket(sequences, bucket);
+    } else {
+        builder.build(sequences, pad_tokens_to);
+    }
     const std::span<const uint8_t> bytes = builder.used_bytes();
     const TensorView src(const_cast<uint8_t*>(bytes.data()), DType::kU8, {int64_t(bytes.size())}, Device::kCpu);
     const TensorView dst = cuda_->batch.view().rows(0, int64_t(bytes.size()));
@@ -142,16 +177,80 @@ ForwardBatch ForwardExecutor::stage(std::span<const RunnerSequence> sequences, i
 TensorView ForwardExecutor::execute(std::span<const RunnerSequence> sequences, KvCacheTensors& kv,
                                     int64_t pad_tokens_to) {
     size_workspace(kv);
+    const int64_t bucket = pad_tokens_to > 0 ? 0 : bucket_of(sequences);
+    if (bucket > 0) {  // buckets fit logits_ (at most max_num_sequences rows)
+        const ForwardBatch batch = stage(sequences, 0, bucket);
+        last_logits_ = logits_.view().rows(0, int64_t(sequences.size()));
+        run_bucket(batch, bucket, kv);
+        return last_logits_;
+    }
     const ForwardBatch batch = stage(sequences, pad_tokens_to);
     const int64_t num_logits = batch.num_logits(), vocab = decoder_.config().vocab_size;
     if (num_logits > logits_.size(0)) {
         synchronize();  // nothing queued may still read the old buffer
         logits_ = Tensor::empty({num_logits, vocab}, DType::kF32, ctx_.device);
+#ifdef TACO_WITH_CUDA
+        if (cuda_) cuda_->graphs.clear();  // they write the old buffer
+#endif
     }
     last_logits_ = logits_.view().rows(0, num_logits);
     workspace_.reset();
     decoder_.forward(ctx_, batch, kv, workspace_, last_logits_);
     return last_logits_;
+}
+
+int64_t ForwardExecutor::bucket_of(std::span<const RunnerSequence> sequences) const {
+    if (buckets_.empty() || sequences.empty()) return 0;
+    for (const RunnerSequence& seq : sequences)
+        if (seq.num_new_tokens != 1 || !seq.wants_logits || seq.num_prompt_logits != 0) return 0;
+    const auto it = std::lower_bound(buckets_.begin(), buckets_.end(), int64_t(sequences.size()));
+    return it == buckets_.end() ? 0 : *it;
+}
+
+void ForwardExecutor::run_bucket(const ForwardBatch& batch, int64_t bucket, KvCacheTensors& kv) {
+    const TensorView logits = logits_.view().rows(0, bucket);
+    workspace_.reset();
+    if (graph_mode_ != GraphMode::kGraphs || !cuda_) {
+        decoder_.forward(ctx_, batch, kv, workspace_, logits);
+        return;
+    }
+#ifdef TACO_WITH_CUDA
+    const void* kv_id = kv.k.empty() ? nullptr : kv.k.front().view().data;
+    if (cuda_->graph_kv != kv_id) {
+        synchronize();  // a replay still queued may use a graph about to go
+        cuda_->graphs.clear();
+        cuda_->graph_kv = kv_id;
+    }
+    const auto it = cuda_->graphs.find(bucket);
+    if (it != cuda_->graphs.end()) {
+        it->second->replay(ctx_.stream);
+        ++graph_replays_;
+        return;
+    }
+    // A missing bucket: one eager pass computes this step and creates what is made lazily on first use (GEMM plans,
+    // kernel attributes) outside the capture; the capture then records the same launches at the same addresses.
+    decoder_.forward(ctx_, batch, kv, workspace_, logits);
+    workspace_.reset();
+    auto graph = cuda::CudaGraph::capture(ctx_.stream, [&] { decoder_.forward(ctx_, batch, kv, workspace_, logits); });
+    TACO_CHECK_MSG(graph.is_ok(), "the CUDA graph of decode bucket {}: {}", bucket, graph.status().message());
+    cuda_->graphs.emplace(bucket, std::move(graph).value());
+#endif
+}
+
+int64_t ForwardExecutor::capture_graphs(KvCacheTensors& kv) {
+    if (graph_mode_ != GraphMode::kGraphs || !cuda_) return 0;
+    size_workspace(kv);
+    for (auto it = buckets_.rbegin(); it != buckets_.rend(); ++it) {
+        // All padding: no real sequence, nothing written to the cache; the graph depends on the bucket alone.
+        const ForwardBatch batch = stage({}, 0, *it);
+        run_bucket(batch, *it, kv);
+    }
+    synchronize();
+#ifdef TACO_WITH_CUDA
+    return int64_t(cuda_->graphs.size());
+#else
+    return 0;
+#endif
 }
 
 TensorView ForwardExecutor::host_logits(std::span<const int64_t> rows) {

@@ -28,12 +28,26 @@
 
 namespace taco {
 
+// How CUDA decode steps run (ignored on the CPU, whose steps are always eager).
+enum class GraphMode {
+    kEager,         // every step launched op by op (--enforce-eager)
+    kGraphs,        // decode steps of up to the largest size replay a CUDA graph of their bucket
+    kEagerBuckets,  // decode steps padded to their bucket as kGraphs pads them, launched op by op (tests)
+};
+
 struct ExecutorOptions {
     int64_t max_num_tokens = 8192;    // per step (max_num_batched_tokens)
     int64_t max_num_sequences = 256;  // per step (max_num_seqs)
     int64_t max_model_len = 0;        // positions a sequence can reach; 0: the decoder's default
     int64_t block_size = 16;
+    GraphMode graph_mode = GraphMode::kEager;
+    // The decode batch sizes with a graph (buckets), ascending; a step of S sequences runs in the smallest bucket
+    // >= S, a larger one eagerly. Sizes past min(max_num_sequences, max_num_tokens) are dropped.
+    std::vector<int64_t> cuda_graph_sizes;
 };
+
+// vLLM's default buckets: 1, 2, 4, then every multiple of 8 up to 512, cut at max_num_seqs.
+std::vector<int64_t> default_cuda_graph_sizes(int64_t max_num_seqs);
 
 class ForwardExecutor {
 public:
@@ -45,6 +59,12 @@ public:
     // Sizes the workspace by a dry run over `kv`'s shapes (once; execute() does it on first use). `kv` must be on
     // the executor's device in its activation dtype; its number of blocks does not matter.
     void size_workspace(KvCacheTensors& kv);
+    // CUDA with GraphMode::kGraphs: captures the graph of every bucket over `kv` (each after one eager warm-up pass
+    // of its shape), so serving never captures. Returns the number of graphs; 0 elsewhere. execute() captures a
+    // missing bucket itself, and again when it is given another cache than the graphs were captured over.
+    int64_t capture_graphs(KvCacheTensors& kv);
+    // Graphs replayed and decode steps run eagerly (for logs and tests).
+    int64_t graph_replays() const { return graph_replays_; }
     // One forward pass; returns logits [sum of num_logits(), vocab] f32 on the executor's device, sequence by
     // sequence (each with its prompt-logit rows first, then its last token's row), valid until the next call. On
     // CUDA the pass is queued, not finished: read rows through host_logits(). pad_tokens_to > the step's tokens adds
@@ -72,8 +92,14 @@ public:
 private:
     struct Cuda;  // the CUDA side: stream, upload events, device batch buffer, pinned logits (empty on the CPU build)
 
-    // The step's batch as the decoder reads it: host views on the CPU, uploaded device views on CUDA.
-    ForwardBatch stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to);
+    // The step's batch as the decoder reads it: host views on the CPU, uploaded device views on CUDA. bucket > 0:
+    // the fixed layout of a decode bucket (ForwardBatchBuilder::build_decode_bucket).
+    ForwardBatch stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to, int64_t bucket = 0);
+    // The bucket a step runs in (0: none, eager as built).
+    int64_t bucket_of(std::span<const RunnerSequence> sequences) const;
+    // Runs a staged bucket step: replays its graph (capturing it first when missing) or, in kEagerBuckets, launches
+    // it op by op.
+    void run_bucket(const ForwardBatch& batch, int64_t bucket, KvCacheTensors& kv);
 
     Decoder& decoder_;
     int64_t max_model_len_;
@@ -87,6 +113,9 @@ private:
     TensorView last_logits_;
     Tensor host_rows_;               // [capacity, vocab] f32: host_logits()'s copies (pinned on CUDA)
     std::vector<int64_t> all_rows_;  // 0, 1, 2, ...: host_logits() of every row
+    GraphMode graph_mode_ = GraphMode::kEager;
+    std::vector<int64_t> buckets_;  // ascending; empty: no bucketed steps
+    int64_t graph_replays_ = 0;
 };
 
 }  // namespace taco

@@ -1,6 +1,7 @@
 #include "exec/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/check.h"
@@ -85,6 +86,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
     e.max_num_sequences = options.max_num_seqs;
     e.max_model_len = options.max_model_len;
     e.block_size = options.block_size;
+    e.graph_mode = options.graph_mode;
+    e.cuda_graph_sizes = options.cuda_graph_sizes;
     runner->executor_ = std::make_unique<ForwardExecutor>(*runner->decoder_, e);
 
     KvSizingConfig sizing =
@@ -127,6 +130,12 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
 #endif
     TACO_RETURN_IF_ERROR(runner->allocate_kv(options, sizing));
     runner->executor_->size_workspace(runner->device_kv_);  // the CPU: first sizing; CUDA: sized by the profile
+    if (on_gpu && options.graph_mode == GraphMode::kGraphs) {
+        const auto start = std::chrono::steady_clock::now();
+        const int64_t graphs = runner->executor_->capture_graphs(runner->device_kv_);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        log_info("CUDA graphs: {} decode batch sizes captured in {:.2f} s", graphs, seconds);
+    }
     return runner;
 }
 

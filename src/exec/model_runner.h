@@ -48,6 +48,9 @@ struct RunnerOptions {
     int64_t num_device_blocks = 0;
     int64_t num_host_blocks = -1;
     double gpu_memory_utilization = kDefaultGpuMemoryUtilization;
+    // CUDA graphs of decode steps (ExecutorOptions): captured at the end of create(), after the KV cache.
+    GraphMode graph_mode = GraphMode::kEager;
+    std::vector<int64_t> cuda_graph_sizes;
     // CUDA: the device's free bytes before the weights were loaded (cuda::device_memory()): the GPU rule counts
     // this process's use from there. Negative: not measured; the runner then counts the device memory its
     // allocators hand out (weights included) plus what the profiling step added.

@@ -71,6 +71,7 @@ std::unique_ptr<Engine> make_engine_on(const std::string& dir, const EngineSetup
     config.enable_prefix_caching = setup.prefix_caching;
     config.num_device_blocks = setup.num_device_blocks;
     config.num_host_blocks = setup.num_host_blocks;
+    config.enforce_eager = setup.enforce_eager;
     if (setup.num_device_blocks == 0) config.kv_cache_gb = 0.25;  // small: engines are made per model and test
     auto engine = Engine::create(config);
     EXPECT_TRUE(engine.is_ok()) << dir << ": " << engine.status().message();

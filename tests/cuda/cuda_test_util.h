@@ -47,6 +47,7 @@ struct EngineSetup {
     int64_t max_num_seqs = 256;
     int64_t max_model_len = 256;
     bool prefix_caching = true;
+    bool enforce_eager = false;  // no CUDA graphs
 };
 std::unique_ptr<Engine> make_engine_on(const std::string& dir, const EngineSetup& setup);
 

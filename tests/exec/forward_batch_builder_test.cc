@@ -49,6 +49,48 @@ TEST(ForwardBatchBuilder, PacksSequencesPadsAndMapsSlots) {
     EXPECT_EQ(at(batch.rotary_offsets), std::vector<int32_t>(8, 0));
 }
 
+TEST(ForwardBatchBuilder, ADecodeBucketHasTheBucketsShapeWithEmptyPaddingSequences) {
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const std::vector<int32_t> a = {5, 6, 7, 8, 9}, b = {1, 2};
+    const std::vector<int32_t> table_a = {3, 1}, table_b = {2};
+    const RunnerSequence seqs[] = {{a, 4, 1, table_a, true}, {b, 1, 1, table_b, true}};
+    const ForwardBatch& batch = builder.build_decode_bucket(seqs, 4);
+    EXPECT_EQ(batch.num_tokens, 4);
+    EXPECT_EQ(batch.num_sequences, 4);
+    EXPECT_EQ(batch.num_logits(), 4);
+    EXPECT_EQ(at(batch.token_ids), (std::vector<int32_t>{9, 2, 0, 0}));
+    EXPECT_EQ(at(batch.attention.positions), (std::vector<int32_t>{4, 1, 0, 0}));
+    const int64_t* slots = batch.slot_mapping.as<int64_t>();
+    EXPECT_EQ(std::vector<int64_t>(slots, slots + 4), (std::vector<int64_t>{4, 9, -1, -1}));
+    // The padding sequences own no tokens and have length 0; their logits rows are padding rows.
+    EXPECT_EQ(at(batch.attention.query_start), (std::vector<int32_t>{0, 1, 2, 2, 2}));
+    EXPECT_EQ(at(batch.attention.seq_lens), (std::vector<int32_t>{5, 2, 0, 0}));
+    EXPECT_EQ(at(batch.logits_indices), (std::vector<int32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(at(batch.attention.block_tables), (std::vector<int32_t>{3, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+    // Launch shapes from the bucket alone: one query row, the longest sequence the tables allow.
+    EXPECT_EQ(batch.attention.max_query_len, 1);
+    EXPECT_EQ(batch.attention.max_seq_len, 16);
+    // The same bucket has the same bytes layout whatever the number of sequences (one copy of the same size).
+    const size_t bytes = builder.used_bytes().size();
+    builder.build_decode_bucket(std::span<const RunnerSequence>(seqs, 1), 4);
+    EXPECT_EQ(builder.used_bytes().size(), bytes);
+    builder.build_decode_bucket({}, 4);  // all padding (graph capture)
+    EXPECT_EQ(builder.used_bytes().size(), bytes);
+    EXPECT_EQ(at(builder.build_decode_bucket({}, 4).attention.query_start), (std::vector<int32_t>(5, 0)));
+}
+
+TEST(ForwardBatchBuilderDeathTest, ADecodeBucketTakesOnlyOneTokenWithLogitsPerSequence) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const std::vector<int32_t> a = {5, 6, 7}, table = {0};
+    const RunnerSequence two_new[] = {{a, 1, 2, table, true}};
+    EXPECT_DEATH(builder.build_decode_bucket(two_new, 2), "one new token with its logits");
+    const RunnerSequence no_logits[] = {{a, 2, 1, table, false}};
+    EXPECT_DEATH(builder.build_decode_bucket(no_logits, 2), "one new token with its logits");
+    const RunnerSequence three[] = {{a, 2, 1, table, true}, {a, 2, 1, table, true}, {a, 2, 1, table, true}};
+    EXPECT_DEATH(builder.build_decode_bucket(three, 2), "decode bucket of 2 rows for 3 sequences");
+}
+
 TEST(ForwardBatchBuilder, SameShapeGetsSameAddressesAndTheUsedBytesAreOnePrefix) {
     ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
     const std::vector<int32_t> x = {1, 2, 3}, y = {7, 8, 9}, table = {0};

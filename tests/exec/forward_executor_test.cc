@@ -86,6 +86,53 @@ TEST_P(ForwardExecutorTest, PaddingRowsChangeNoRealRow) {
     EXPECT_EQ(std::memcmp(plain.data(), padded.data(), plain.size() * sizeof(float)), 0);
 }
 
+// Decode steps in a CUDA graph bucket's padded layout (the CPU runs it eagerly): every real row has the bits of the
+// plain step, for each number of sequences the buckets round up, and steps a bucket does not take (prefill, more
+// sequences than the largest bucket) run as before.
+TEST_P(ForwardExecutorTest, DecodeBucketsChangeNoRealRow) {
+    const int64_t vocab = decoder_->config().vocab_size;
+    const std::vector<std::vector<int32_t>> ids = {ids_of(20, 1, vocab), ids_of(20, 2, vocab), ids_of(20, 3, vocab)};
+    const std::vector<std::vector<int32_t>> tables = {{0, 1}, {2, 3}, {4, 5}};
+    auto run = [&](GraphMode mode, int64_t num_seqs) {
+        ExecutorOptions options;
+        options.max_num_tokens = 48;
+        options.max_num_sequences = 4;
+        options.max_model_len = 32;
+        options.graph_mode = mode;
+        options.cuda_graph_sizes = {1, 2, 4};
+        ForwardExecutor executor(*decoder_, options);
+        KvCacheTensors kv = KvCacheTensors::allocate(decoder_->config(), 8, 16);
+        std::vector<RunnerSequence> prefill;
+        for (int64_t i = 0; i < num_seqs; ++i) prefill.push_back({ids[size_t(i)], 0, 12, tables[size_t(i)], true});
+        std::vector<float> out;
+        auto keep = [&](const TensorView& l) { out.insert(out.end(), l.as<float>(), l.as<float>() + l.numel()); };
+        keep(executor.execute(prefill, kv));
+        for (int64_t step = 0; step < 3; ++step) {
+            std::vector<RunnerSequence> decode;
+            for (int64_t i = 0; i < num_seqs; ++i)
+                decode.push_back({ids[size_t(i)], 12 + step, 1, tables[size_t(i)], true});
+            const TensorView l = executor.execute(decode, kv);
+            EXPECT_EQ(l.shape[0], num_seqs);
+            keep(l);
+        }
+        return out;
+    };
+    for (int64_t num_seqs : {1, 2, 3}) {
+        const auto plain = run(GraphMode::kEager, num_seqs), bucketed = run(GraphMode::kEagerBuckets, num_seqs);
+        ASSERT_EQ(plain.size(), bucketed.size());
+        EXPECT_EQ(std::memcmp(plain.data(), bucketed.data(), plain.size() * sizeof(float)), 0) << num_seqs;
+    }
+}
+
+TEST(DefaultCudaGraphSizes, AreVllmsBucketsCutAtMaxNumSeqs) {
+    EXPECT_EQ(default_cuda_graph_sizes(1), (std::vector<int64_t>{1}));
+    EXPECT_EQ(default_cuda_graph_sizes(3), (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(default_cuda_graph_sizes(20), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+    const std::vector<int64_t> all = default_cuda_graph_sizes(100000);
+    EXPECT_EQ(all.size(), 3u + 64u);
+    EXPECT_EQ(all.back(), 512);
+}
+
 // Llama-style, MoE (softmax top-k, sparsemixer + shared-less), shared expert, GPT-style learned positions, ALiBi,
 // post-norm, LongRoPE, sandwich norms.
 INSTANTIATE_TEST_SUITE_P(Families, ForwardExecutorTest,

@@ -44,7 +44,6 @@ struct IgnoredFlag {
 };
 constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--trust-remote-code", false},
-    {"--enforce-eager", false},
     {"--disable-log-stats", false},
     {"--disable-custom-all-reduce", false},
     {"--enable-auto-tool-choice", false},

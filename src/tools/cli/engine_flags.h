@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "core/limits.h"
 #include "engine/engine_config.h"
 #include "tools/cli/model_load_flags.h"
 
@@ -64,6 +65,12 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
     app->add_option_function<double>(
         "--host-cache-gb", [&config](double gb) { detail::set_host_cache_gb(config, "--host-cache-gb", gb); },
         "Same as --swap-space");
+    app->add_flag("--enforce-eager", config.enforce_eager,
+                  "Launch every CUDA step op by op instead of replaying CUDA graphs of decode steps");
+    app->add_option("--cuda-graph-sizes", config.cuda_graph_sizes,
+                    "Decode batch sizes captured as CUDA graphs at start (default: 1 2 4 8 16 ... up to "
+                    "--max-num-seqs); larger decode steps and all prefill steps run eagerly")
+        ->expected(1, int(limits::kMaxNumSeqs));
     app->add_option("--seed", config.seed, "Seed for requests that carry no seed of their own")->capture_default_str();
 }
 
