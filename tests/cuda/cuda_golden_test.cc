@@ -76,23 +76,29 @@ TEST_P(CudaGolden, Bfloat16KeepsTheCpusTopOneWhereItsMarginExceeds01) {
     }
 }
 
-TEST_P(CudaGolden, Bfloat16GreedyTokensFollowTheCpusWhileConfidentAndAreTheSameAloneAndBatched) {
+// In bf16 the batched and the alone runs both follow the CPU's greedy path wherever its margin exceeds 0.1 (the
+// parity rule). They are not asserted equal to each other token for token: prefill GEMMs of different row counts
+// run different cuBLASLt kernels (gemm_plan_cache.h), whose bf16 results may differ in a last bit, and a step whose
+// margin is within that noise may pick either token. (fp32 asserts the equality, above.)
+TEST_P(CudaGolden, Bfloat16GreedyTokensFollowTheCpusWhileConfidentAloneAndBatched) {
     auto gpu = testing_util::make_engine_on(golden_.dir, EngineSetup{Device::kCuda, DType::kBF16});
     ASSERT_TRUE(gpu);
     const auto batched = testing_util::greedy_tokens(*gpu, prompts_, num_greedy());
-    for (size_t i = 0; i < prompts_.size(); ++i) {
+    auto follows_cpu = [&](const std::vector<int32_t>& got, size_t i, const char* how) {
         const auto& c = golden_.cases[i];
-        ASSERT_EQ(batched[i].size(), c.greedy_ids.size());
+        ASSERT_EQ(got.size(), c.greedy_ids.size());
         // Step j's margin is the CPU's (transformers') at that step of its greedy path; past the first step where
         // the tokens differ, the paths are different texts and nothing is compared.
         for (size_t j = 0; j < c.greedy_ids.size(); ++j) {
-            if (batched[i][j] == c.greedy_ids[j]) continue;
-            EXPECT_LE(c.margins[j], 0.1f) << "prompt of " << c.prompt_ids.size() << " tokens, step " << j << ": token "
-                                          << batched[i][j] << " instead of " << c.greedy_ids[j];
+            if (got[j] == c.greedy_ids[j]) continue;
+            EXPECT_LE(c.margins[j], 0.1f) << how << ", prompt of " << c.prompt_ids.size() << " tokens, step " << j
+                                          << ": token " << got[j] << " instead of " << c.greedy_ids[j];
             break;
         }
-        EXPECT_EQ(testing_util::greedy_tokens(*gpu, {prompts_[i]}, num_greedy())[0], batched[i])
-            << "prompt of " << prompts_[i].size() << " tokens: alone differs from batched";
+    };
+    for (size_t i = 0; i < prompts_.size(); ++i) {
+        follows_cpu(batched[i], i, "batched");
+        follows_cpu(testing_util::greedy_tokens(*gpu, {prompts_[i]}, num_greedy())[0], i, "alone");
     }
 }
 

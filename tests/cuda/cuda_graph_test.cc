@@ -146,7 +146,9 @@ TEST_P(CudaGraphEngine, GreedyTokensWithGraphsEqualTheEagerEngines) {
     EXPECT_EQ(testing_util::greedy_tokens(*graphs, prompts, 12), testing_util::greedy_tokens(*eager, prompts, 12));
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaGraphEngine, ::testing::Values("llama", "mixtral", "gemma2", "qwen2"));
+INSTANTIATE_TEST_SUITE_P(Families, CudaGraphEngine,
+                         ::testing::Values("llama", "mixtral", "gemma2", "qwen2", "llama_bias_tied",
+                                           "phimoe_longrope"));
 
 }  // namespace
 }  // namespace taco
