@@ -55,7 +55,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   # The decode GEMMs (skinny kernel and cuBLASLt) against the copy bandwidth.
-  step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.1s --benchmark_out="$out/cuda_gemm_bench.json" \
+  step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.1 --benchmark_out="$out/cuda_gemm_bench.json" \
     --benchmark_out_format=json
   m=bench/models/llama-3.1-8b
   common=(--load-format dummy --device cuda --dtype bfloat16)
