@@ -56,9 +56,8 @@ RotaryLayout prepared_rotary_layout(Decoder& decoder, int64_t max_model_len, int
     return decoder.rotary_layout();
 }
 
-// The buckets a mode uses: the sizes that fit the step limits, ascending and unique.
+// The buckets of a bucketed mode: the sizes that fit the step limits, ascending and unique.
 std::vector<int64_t> buckets_of(const ExecutorOptions& o) {
-    if (o.graph_mode == GraphMode::kEager) return {};
     std::vector<int64_t> sizes;
     for (int64_t size : o.cuda_graph_sizes)
         if (size >= 1 && size <= std::min(o.max_num_sequences, o.max_num_tokens)) sizes.push_back(size);
@@ -150,19 +149,16 @@ void ForwardExecutor::size_workspace(KvCacheTensors& kv) {
 }
 
 ForwardBatch ForwardExecutor::stage(std::span<const RunnerSequence> sequences, int64_t pad_tokens_to, int64_t bucket) {
-    if (!cuda_)
-        return bucket > 0 ? builders_[0].build_decode_bucket(sequences, bucket)
-                          : builders_[0].build(sequences, pad_tokens_to);
+    auto build = [&](ForwardBatchBuilder& builder) -> const ForwardBatch& {
+        return bucket > 0 ? builder.build_decode_bucket(sequences, bucket) : builder.build(sequences, pad_tokens_to);
+    };
+    if (!cuda_) return build(builders_[0]);
 #ifdef TACO_WITH_CUDA
     const size_t i = next_builder_;
     next_builder_ = (next_builder_ + 1) % builders_.size();
     ForwardBatchBuilder& builder = builders_[i];
     cuda_->uploaded[i]->synchronize();  // the last upload from this pinned buffer has read it
-    if (bucket > 0) {
-        builder.build_decode_bucket(sequences, bucket);
-    } else {
-        builder.build(sequences, pad_tokens_to);
-    }
+    build(builder);
     const std::span<const uint8_t> bytes = builder.used_bytes();
     const TensorView src(const_cast<uint8_t*>(bytes.data()), DType::kU8, {int64_t(bytes.size())}, Device::kCpu);
     const TensorView dst = cuda_->batch.view().rows(0, int64_t(bytes.size()));

@@ -14,11 +14,7 @@
 namespace taco {
 namespace {
 
-std::vector<int32_t> ids_of(int64_t n, int32_t seed, int64_t vocab) {
-    std::vector<int32_t> ids;
-    for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((seed * 131 + i * 17) % vocab));
-    return ids;
-}
+using testing_util::ids_of;
 
 struct GraphCase {
     std::string model;

@@ -97,6 +97,12 @@ std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vecto
     return tokens;
 }
 
+std::vector<int32_t> ids_of(int64_t n, int32_t seed, int64_t vocab) {
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < n; ++i) ids.push_back(int32_t((seed * 131 + i * 17) % vocab));
+    return ids;
+}
+
 size_t argmax(const std::vector<float>& v) { return size_t(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 float top1_margin(const std::vector<float>& v) {

@@ -56,6 +56,9 @@ std::unique_ptr<Engine> make_engine_on(const std::string& dir, const EngineSetup
 std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                                                 int64_t max_tokens);
 
+// n token ids below vocab, a fixed pattern per seed (prompts of the executor and engine tests).
+std::vector<int32_t> ids_of(int64_t n, int32_t seed, int64_t vocab);
+
 // Index of the largest value (lowest index on ties) and the gap to the second largest.
 size_t argmax(const std::vector<float>& v);
 float top1_margin(const std::vector<float>& v);
