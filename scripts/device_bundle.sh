@@ -13,7 +13,15 @@ preset=${1:-$(taco_default_preset)}
 scripts/build.sh "$preset"
 bundle=.device/bundle
 rm -rf "$bundle" && mkdir -p "$bundle/lib"
-bins=("build/$preset/taco_llm" "build/$preset"/taco_*_tests "build/$preset"/*_bench)
+# What the GPU suite runs (gpu_suite.sh, gpu_profile.sh): the CLI, the two test binaries with CUDA tests and the CUDA
+# micro-benchmarks. The others run on the CPU here, and with them the bundle (~36 MB) and the tree (~36 MB) pass the
+# carried tree's 64 MiB; TACO_BUNDLE_ALL=1 takes every test and benchmark (device_tests.sh, with a smaller tree).
+if [ "${TACO_BUNDLE_ALL:-0}" = 1 ]; then
+  bins=("build/$preset/taco_llm" "build/$preset"/taco_*_tests "build/$preset"/*_bench)
+else
+  bins=("build/$preset/taco_llm" "build/$preset/taco_kernels_tests" "build/$preset/taco_cuda_tests"
+    "build/$preset"/cuda_*_bench)
+fi
 for b in "${bins[@]}"; do cp "$b" "$bundle/"; done
 # The tests were compiled with TACO_BINARY_DIR=<repo>/build/<preset>: device_tests.sh puts them back there.
 echo "$preset" >"$bundle/preset"

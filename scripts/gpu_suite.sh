@@ -57,6 +57,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   # The decode GEMMs (skinny kernel and cuBLASLt) against the copy bandwidth.
   step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.1 --benchmark_out="$out/cuda_gemm_bench.json" \
     --benchmark_out_format=json
+  # Attention per layer: the tensor cores against the CUDA cores, prefill and decode.
+  step attention_bench 150 "$build/cuda_attention_bench" --benchmark_min_time=0.1 \
+    --benchmark_out="$out/cuda_attention_bench.json" --benchmark_out_format=json
   m=bench/models/llama-3.1-8b
   common=(--load-format dummy --device cuda --dtype bfloat16)
   step bench_latency 300 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \

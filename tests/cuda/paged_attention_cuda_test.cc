@@ -43,6 +43,13 @@ Tensor host_tensor(std::initializer_list<int64_t> dims, DType dtype, const std::
     return t;
 }
 
+// The values as the device holds them: rounded to dtype (the CPU reference computes in f32 on these).
+std::vector<float> rounded(std::vector<float> values, DType dtype) {
+    Tensor t = host_tensor({int64_t(values.size())}, dtype, values);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = load_as_f32(t.view().data, dtype, i);
+    return values;
+}
+
 std::vector<float> random_values(size_t n, std::mt19937& rng, float lo, float hi) {
     std::uniform_real_distribution<float> u(lo, hi);
     std::vector<float> v(n);
@@ -76,8 +83,8 @@ public:
         const std::initializer_list<int64_t> dims = {num_blocks_, shape_.block_size, shape_.kv_heads, shape_.head_dim};
         k_values_ = random_values(n, rng_, -1, 1);
         v_values_ = random_values(n, rng_, -1, 1);
-        k_host_ = host_tensor(dims, DType::kF32, k_values_);
-        v_host_ = host_tensor(dims, DType::kF32, v_values_);
+        k_host_ = host_tensor(dims, DType::kF32, rounded(k_values_, dtype_));
+        v_host_ = host_tensor(dims, DType::kF32, rounded(v_values_, dtype_));
         k_dev_ = to_device(host_tensor(dims, dtype_, k_values_));
         v_dev_ = to_device(host_tensor(dims, dtype_, v_values_));
     }
@@ -118,7 +125,7 @@ public:
                 std::copy(v.begin(), v.end(), q.begin() + size_t(token) * row);
             }
         }
-        run.q_host = host_tensor({t, shape_.heads, shape_.head_dim}, DType::kF32, q);
+        run.q_host = host_tensor({t, shape_.heads, shape_.head_dim}, DType::kF32, rounded(q, dtype_));
         run.q_dev = to_device(host_tensor({t, shape_.heads, shape_.head_dim}, dtype_, q));
         // Real rows start as NaN (what a kernel leaves unwritten shows), padding rows as 7 (they must keep it).
         std::vector<float> before(q.size(), 7.0f);
@@ -132,7 +139,7 @@ public:
         return run;
     }
 
-    // The CPU backend's output (f32 on the f32 cache and f32-rounded queries of the same values).
+    // The CPU backend's output (f32 on the cache and queries as the device holds them).
     std::vector<float> cpu_output(const Run& run, const ops::AttentionParams& params) const {
         const int t = run.batch.num_tokens;
         ops::AttentionMetadata m;
@@ -222,11 +229,16 @@ protected:
     }
 
     void run(const AttentionProblem& problem, AttentionProblem::Run& run, const ops::AttentionParams& params,
-             cuda::SplitKv split) {
+             cuda::SplitKv split, cuda::AttentionKernel kernel = cuda::AttentionKernel::kAuto) {
         cuda::paged_attention_with(ctx_, run.q_dev, problem.k_cache(), problem.v_cache(), run.device_metadata(), params,
-                                   partials_, split, run.out_dev);
+                                   partials_, split, run.out_dev, kernel);
         stream_->synchronize();
     }
+
+    // Every option (window, soft-capping, both ALiBi forms, head dims 16..256 and an odd one, block sizes 1..128)
+    // against the CPU backend on the same rounded inputs: each row's largest error over its largest magnitude below
+    // `tolerance`, split and not, with the kernel choice given.
+    void expect_matches_the_cpu(DType dtype, double tolerance, cuda::AttentionKernel kernel);
 
     std::unique_ptr<cuda::DeviceStream> stream_;
     Tensor partials_;
@@ -292,7 +304,7 @@ TEST_F(CudaPagedAttention, ARowDoesNotDependOnTheBatchOrOnPrefillVersusDecode) {
     }
 }
 
-TEST_F(CudaPagedAttention, F32MatchesTheCpuBackendWithEveryOption) {
+void CudaPagedAttention::expect_matches_the_cpu(DType dtype, double tolerance, cuda::AttentionKernel kernel) {
     struct Case {
         Shape shape;
         Seqs seqs;
@@ -307,7 +319,7 @@ TEST_F(CudaPagedAttention, F32MatchesTheCpuBackendWithEveryOption) {
     };
     for (const Case& c : cases) {
         SCOPED_TRACE("d" + std::to_string(c.shape.head_dim) + " block" + std::to_string(c.shape.block_size));
-        AttentionProblem problem(c.shape, DType::kF32, 3);
+        AttentionProblem problem(c.shape, dtype, 3);
         problem.make_cache(c.seqs);
         ops::AttentionParams params = params_for(c.shape.head_dim);
         params.sliding_window = c.window;
@@ -327,7 +339,7 @@ TEST_F(CudaPagedAttention, F32MatchesTheCpuBackendWithEveryOption) {
         for (cuda::SplitKv split : {cuda::SplitKv::kNever, cuda::SplitKv::kAlways}) {
             AttentionProblem::Run r = problem.prepare(c.seqs, ids, 1);
             const std::vector<float> want = problem.cpu_output(r, cpu_params);
-            run(problem, r, params, split);
+            run(problem, r, params, split, kernel);
             const std::vector<float> got = floats_of(r.out_dev);
             const size_t row = size_t(c.shape.head_dim);
             double worst = 0;
@@ -341,9 +353,24 @@ TEST_F(CudaPagedAttention, F32MatchesTheCpuBackendWithEveryOption) {
                 }
                 worst = std::max(worst, diff / std::max(magnitude, 1e-30));
             }
-            EXPECT_LT(worst, 2e-5) << "split " << int(split);
+            EXPECT_LT(worst, tolerance) << "split " << int(split);
             expect_written(r, c.shape.heads * c.shape.head_dim);
         }
+    }
+}
+
+TEST_F(CudaPagedAttention, F32MatchesTheCpuBackendWithEveryOption) {
+    expect_matches_the_cpu(DType::kF32, 2e-5, cuda::AttentionKernel::kAuto);
+}
+
+// f16/bf16 run on the tensor cores (head dims 16, 64, 80, 128, 256 here; 33 falls back to the CUDA cores), with P
+// rounded to the activation dtype before P V: within a few of its epsilons of the CPU's fp32 softmax, as the CUDA
+// cores' kernel is.
+TEST_F(CudaPagedAttention, HalfPrecisionMatchesTheCpuBackendOnBothKernels) {
+    for (cuda::AttentionKernel kernel : {cuda::AttentionKernel::kAuto, cuda::AttentionKernel::kCudaCores}) {
+        SCOPED_TRACE(kernel == cuda::AttentionKernel::kAuto ? "tensor cores" : "CUDA cores");
+        expect_matches_the_cpu(DType::kBF16, 3e-2, kernel);
+        expect_matches_the_cpu(DType::kF16, 4e-3, kernel);
     }
 }
 

@@ -141,6 +141,11 @@ TensorView attend(ParityRun& r, const std::vector<const Sequence*>& seqs, const 
     batch.seq_lens = r.device(r.host_i32({num_seqs}, seq_lens));
     batch.positions = r.device(r.host_i32({tokens}, positions));
     batch.block_tables = r.device(r.host_i32({num_seqs, max_blocks}, tables));
+    // The step's bounds, as the batch builder sets them (CUDA sizes its launch from them).
+    for (size_t s = 0; s < seqs.size(); ++s) {
+        batch.max_query_len = std::max(batch.max_query_len, int32_t(seqs[s]->len - first[s]));
+        batch.max_seq_len = std::max(batch.max_seq_len, int32_t(seqs[s]->len));
+    }
     ops::AttentionParams params;
     params.scale = 0.11f;
     params.sliding_window = 40;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
@@ -36,7 +37,7 @@ size_t paged_attention_scratch_bytes(int64_t num_tokens, int64_t num_heads, int6
 void paged_attention_with(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
                           const TensorView& v_cache, const ops::AttentionMetadata& batch,
                           const ops::AttentionParams& params, const TensorView& partials, SplitKv split,
-                          const TensorView& out) {
+                          const TensorView& out, AttentionKernel kernel) {
     const DType act = q.dtype, cache = k_cache.dtype;
     TACO_CHECK_MSG(out.dtype == act, "paged_attention on CUDA: out is {}, q {}", dtype_name(out.dtype),
                    dtype_name(act));
@@ -81,11 +82,18 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.num_blocks = int(k_cache.shape[0]);
     p.max_seq_len = batch.max_seq_len;
     p.group = p.num_heads / p.num_kv_heads;
-    p.heads_per_cta = std::min(p.group, kAttentionRowsPerCta);
+    // The tensor cores take f16/bf16 at the head dims they are instantiated for, with 16-byte aligned rows (views
+    // of a fused projection may not be); every other case, and f32 always, runs on the CUDA cores. The choice depends
+    // on the dtypes, the head dim and the operands' addresses only, never on the batch, so it never changes a row.
+    const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+    p.tensor_cores = kernel == AttentionKernel::kAuto && mma_attention_supports(act, cache, int(head_dim)) && aligned(q.data) && aligned(out.data) &&
+                     aligned(k_cache.data) && aligned(v_cache.data);
+    const int rows_per_cta = p.tensor_cores ? kMmaAttentionRowsPerCta : kAttentionRowsPerCta;
+    p.heads_per_cta = std::min(p.group, rows_per_cta);
     p.head_chunks = (p.group + p.heads_per_cta - 1) / p.heads_per_cta;
     // Decode steps: one token per CTA (its rows are the group's heads). Otherwise as many consecutive tokens as
     // fill the CTA's rows, so prefill chunks share each K/V tile among them.
-    p.tokens_per_cta = batch.max_query_len > 1 ? std::max(1, kAttentionRowsPerCta / p.heads_per_cta) : 1;
+    p.tokens_per_cta = batch.max_query_len > 1 ? std::max(1, rows_per_cta / p.heads_per_cta) : 1;
     p.num_partitions = int(partitions_of(batch.max_seq_len));
     p.scale = params.scale;
     p.softcap = params.logit_softcap;
@@ -122,10 +130,15 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.grid_y = grid_y;
     p.grid_z = 1;
     if (split_kv) {
+        // Enough CTAs to fill the GPU twice over, each taking the partitions z of a stride (first_partition_of_cta):
+        // under CUDA graphs max_seq_len is the whole capacity, whose thousands of mostly empty partitions would
+        // otherwise each cost a CTA.
+        const int64_t ctas = int64_t(grid_x) * grid_y;
+        const int64_t fill = (2 * int64_t(multiprocessor_count()) + ctas - 1) / ctas;
         p.partials = static_cast<float*>(partials.data);
-        p.grid_z = unsigned(p.num_partitions);
+        p.grid_z = unsigned(std::clamp<int64_t>(fill, 1, p.num_partitions));
     }
-    p.threads = p.tokens_per_cta * p.heads_per_cta * 32;
+    p.threads = p.tensor_cores ? kMmaAttentionRowsPerCta / 16 * 32 : p.tokens_per_cta * p.heads_per_cta * 32;
     const int64_t rows = p.tokens_per_cta * p.heads_per_cta;
     p.smem_bytes = size_t(2 * kAttentionTileKeys * (head_dim + 1) + rows * head_dim) * sizeof(float);
     launch_paged_attention(p, ctx.stream);

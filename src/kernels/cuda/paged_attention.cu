@@ -21,10 +21,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
+#include "kernels/cuda/paged_attention_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
 
 namespace taco::cuda {
@@ -34,86 +36,6 @@ constexpr int kTileKeys = kAttentionTileKeys;      // one key per lane
 constexpr int kRowsPerCta = kAttentionRowsPerCta;  // one row per warp
 constexpr int kPartitionKeys = kAttentionPartitionKeys;
 static_assert(kPartitionKeys % kTileKeys == 0, "partitions are whole tiles");
-constexpr unsigned kFullWarp = 0xffffffffu;
-
-// Round to the nearest bfloat16 (ties to even), as f32_to_bf16 and torch do.
-__device__ __forceinline__ float round_to_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, offset));
-    return v;
-}
-
-// A butterfly: every lane ends with the same bits (each step adds the same two values, in either order).
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, offset));
-    return v;
-}
-
-enum RowState : int { kRowNone = 0, kRowOk = 1, kRowBad = 2 };
-
-struct RowInfo {
-    int state;  // RowState; kRowNone: padding or no such head, left untouched
-    int token, head, seq, pos;
-    int first;  // the first key the row sees (sliding window)
-};
-
-// The row of (token, head): its sequence (the last s with query_start[s] <= token), position and first key.
-__device__ RowInfo row_info(const AttentionLaunch& p, int token, int head) {
-    RowInfo r{kRowNone, token, head, 0, 0, 0};
-    if (token >= p.query_start[p.num_seqs]) return r;  // padding
-    int lo = 0, hi = p.num_seqs;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        if (p.query_start[mid] <= token) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    r.seq = lo;
-    r.pos = p.positions[token];
-    const bool ok = p.query_start[lo] <= token && r.pos >= 0 && r.pos < p.seq_lens[lo] &&
-                    r.pos / p.block_size < p.max_blocks && r.pos < p.max_seq_len;
-    r.state = ok ? kRowOk : kRowBad;
-    r.first = p.window > 0 ? max(0, r.pos - p.window + 1) : 0;
-    return r;
-}
-
-// The score of key position j for a row: scale, soft-capping and ALiBi in ops.h's order.
-__device__ __forceinline__ float score_of(const AttentionLaunch& p, float dot, int head, int j, int pos) {
-    float s;
-    if (p.alibi_slopes != nullptr && p.alibi_bf16) {
-        // transformers' Falcon: (q.k + bf16(slope * bf16(j))) * scale.
-        const float bias = round_to_bf16(__fmul_rn(p.alibi_slopes[head], round_to_bf16(float(j))));
-        s = __fmul_rn(__fadd_rn(dot, bias), p.scale);
-    } else {
-        s = __fmul_rn(dot, p.scale);
-    }
-    if (p.softcap > 0) s = __fmul_rn(p.softcap, tanhf(__fdiv_rn(s, p.softcap)));
-    if (p.alibi_slopes != nullptr && !p.alibi_bf16) s = __fadd_rn(s, __fmul_rn(p.alibi_slopes[head], float(j - pos)));
-    return s;
-}
-
-// Merges a partition's state (m, l) into the running one (M, L): the scales a of the old and b of the new state.
-// The one merge of both kernels: the same operations in the same order, so split and unsplit agree bit for bit.
-__device__ __forceinline__ void merge_scales(float& M, float& L, float m, float l, float& a, float& b) {
-    const float merged = fmaxf(M, m);
-    a = expf(M - merged);  // M = -inf (nothing yet): 0
-    b = expf(m - merged);
-    L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
-    M = merged;
-}
-
-__device__ __forceinline__ float merged_value(float O, float a, float o, float b) {
-    return __fadd_rn(__fmul_rn(O, a), __fmul_rn(o, b));
-}
-
-// Offsets in key_offset beyond a real (slot, kv head) row: past the keys the CTA needs, and a block id outside the
-// cache. Both stage zeros; the second poisons the rows that see that key (only those: a tile also holds keys before
-// the CTA's first window key, whose blocks a sliding-window cache may have unmapped).
-constexpr int64_t kNoKey = -1;
-constexpr int64_t kBadBlock = -2;
 
 template <class QT, class KVT, int kDimsPerLane>
 __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const AttentionLaunch p) {
@@ -163,15 +85,16 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
             key_end = max(key_end, rows[r].pos + 1);
         }
         const bool mine = me.state == kRowOk && me.seq == seq;
-        int z_lo = key_begin / kPartitionKeys, z_hi = (key_end - 1) / kPartitionKeys;
-        if (split) z_lo = z_hi = int(blockIdx.z) >= z_lo && int(blockIdx.z) <= z_hi ? int(blockIdx.z) : -1;
+        int z_lo = key_begin / kPartitionKeys, z_step = 1;
+        const int z_hi = (key_end - 1) / kPartitionKeys;
+        if (split) z_lo = first_partition_of_cta(z_lo, z_step);
         const int32_t* table = p.block_tables + int64_t(seq) * p.max_blocks;
 
         float total_m = -INFINITY, total_l = 0, total_o[kDimsPerLane];
 #pragma unroll
         for (int i = 0; i < kDimsPerLane; ++i) total_o[i] = 0;
         bool poisoned = false;
-        for (int z = z_lo; z >= 0 && z <= z_hi; ++z) {
+        for (int z = z_lo; z <= z_hi; z += z_step) {
             float m = -INFINITY, l = 0, o[kDimsPerLane];
 #pragma unroll
             for (int i = 0; i < kDimsPerLane; ++i) o[i] = 0;
@@ -313,7 +236,10 @@ void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t s
     // a decode CTA of 2) failed to launch when the opt-in was asked only above 48 KiB. The limit is set to the
     // largest launch's size, the same value every call, so launches of other sizes (other layers, other threads)
     // never race on the attribute.
-    TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
+    static std::once_flag once;  // once per instantiation
+    std::call_once(once, [&] {
+        TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
+    });
     kernel<<<grid, threads, smem_bytes, stream>>>(p);
     check_launch("paged_attention_kernel");
 }
@@ -341,6 +267,10 @@ void launch_for_cache(const AttentionLaunch& p, DType cache_dtype, dim3 grid, in
     } else {
         launch_attention_for_dims<QT, QT>(p, grid, threads, smem_bytes, stream);
     }
+}
+
+template <class QT>
+void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     if (p.partials == nullptr) return;
     const int merge_threads = (p.head_dim + 31) / 32 * 32;
     merge_partitions_kernel<QT><<<dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream>>>(p);
@@ -354,11 +284,27 @@ void launch_paged_attention(const AttentionLaunch& p, void* stream) {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     switch (p.act) {
         case DType::kF32:
-            TACO_CHECK_MSG(p.cache == DType::kF32, "paged_attention on CUDA: f32 queries need an f32 cache");
+            TACO_CHECK_MSG(p.cache == DType::kF32 && !p.tensor_cores,
+                           "paged_attention on CUDA: f32 queries need an f32 cache and the CUDA cores");
             launch_for_cache<float>(p, p.cache, grid, p.threads, p.smem_bytes, s);
+            launch_merge<float>(p, s);
             return;
-        case DType::kF16: launch_for_cache<__half>(p, p.cache, grid, p.threads, p.smem_bytes, s); return;
-        case DType::kBF16: launch_for_cache<__nv_bfloat16>(p, p.cache, grid, p.threads, p.smem_bytes, s); return;
+        case DType::kF16:
+            if (p.tensor_cores) {
+                launch_paged_attention_mma(p, s);
+            } else {
+                launch_for_cache<__half>(p, p.cache, grid, p.threads, p.smem_bytes, s);
+            }
+            launch_merge<__half>(p, s);
+            return;
+        case DType::kBF16:
+            if (p.tensor_cores) {
+                launch_paged_attention_mma(p, s);
+            } else {
+                launch_for_cache<__nv_bfloat16>(p, p.cache, grid, p.threads, p.smem_bytes, s);
+            }
+            launch_merge<__nv_bfloat16>(p, s);
+            return;
         default: TACO_CHECK_MSG(false, "paged_attention on CUDA: {} activations", dtype_name(p.act));
     }
 }

@@ -19,7 +19,9 @@
 namespace taco::cuda {
 
 // The most scratch paged_attention takes for split-KV partials.
-constexpr size_t kMaxAttentionScratchBytes = size_t(32) << 20;
+// (Under CUDA graphs a decode bucket's max_seq_len is the whole capacity: 32 rows of 32 heads over 128k keys take
+// 136 MiB, and a step whose partials do not fit does not split, leaving most of the GPU idle at small batches.)
+constexpr size_t kMaxAttentionScratchBytes = size_t(256) << 20;
 
 enum class SplitKv {
     kAuto,    // split when the rows alone give too few CTAs to fill the GPU and the partials fit in the scratch
@@ -31,11 +33,16 @@ enum class SplitKv {
 // partitions of max_seq_len keys] states of head_dim + 2 floats, at most kMaxAttentionScratchBytes. Monotone in every
 // argument, so the dry run at the largest step reserves enough for every step.
 
+enum class AttentionKernel {
+    kAuto,       // the tensor cores where they apply (paged_attention_kernels.h), else the CUDA cores
+    kCudaCores,  // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
+};
+
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
-// split) and the split choice.
+// split), the split choice and the kernel choice.
 void paged_attention_with(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
                           const TensorView& v_cache, const ops::AttentionMetadata& batch,
                           const ops::AttentionParams& params, const TensorView& partials, SplitKv split,
-                          const TensorView& out);
+                          const TensorView& out, AttentionKernel kernel = AttentionKernel::kAuto);
 
 }  // namespace taco::cuda

@@ -13,6 +13,7 @@ constexpr int kAttentionTileKeys = 32;        // keys per shared-memory tile: on
 constexpr int kAttentionPartitionKeys = 512;  // keys per partition (16 tiles)
 constexpr int kAttentionRowsPerCta = 8;       // (token, head) rows per CTA, one warp each
 constexpr int kMaxAttentionHeadDim = 256;
+constexpr int kMmaAttentionRowsPerCta = 64;  // the tensor-core kernel: 4 warps of 16 rows
 
 struct AttentionLaunch {
     const void* q;        // [T, H, D] act
@@ -36,12 +37,18 @@ struct AttentionLaunch {
     int window;
     bool alibi_bf16;
     DType act, cache;                 // q and out; the caches (act or f32)
+    bool tensor_cores;                // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
     unsigned grid_x, grid_y, grid_z;  // token tiles, kv heads x head chunks, partitions (1 without split)
-    int threads;                      // 32 per row
-    size_t smem_bytes;                // dynamic shared memory of the attention kernel
+    int threads;                      // the CUDA cores' kernel: 32 per row
+    size_t smem_bytes;                // the CUDA cores' kernel: its dynamic shared memory
 };
 
-// Queues the attention kernel (and, with partials, the merge kernel) on the stream (a cudaStream_t).
+// The tensor-core kernel (paged_attention_mma.cu) takes f16/bf16 queries with a cache of the same dtype and head dims
+// 16, 32, 64, 80, 96, 128 and 256; rows_per_cta kMmaAttentionRowsPerCta, 128 threads, its own shared memory.
+bool mma_attention_supports(DType act, DType cache, int head_dim);
+void launch_paged_attention_mma(const AttentionLaunch& launch, void* stream);
+
+// Queues the attention kernel (either) and, with partials, the merge kernel on the stream (a cudaStream_t).
 void launch_paged_attention(const AttentionLaunch& launch, void* stream);
 
 }  // namespace taco::cuda

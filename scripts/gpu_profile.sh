@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Device time per kernel on the 8B shape (on the GPU machine, after scripts/device_bundle.sh here, carrying
+# .device/bundle.tar.xz): Nsight Compute times every kernel of a short eager `bench latency` (one 1024-token prefill
+# and a few decode steps, after the start-up's profiling forward) and of a batch of 8, with one metric
+# (gpu__time_duration, no replay); tools/ncu_summary.py sums them per kernel and shape. CSVs and summaries in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/device_env.sh
+m=bench/models/llama-3.1-8b
+common=(--load-format dummy --device cuda --dtype bfloat16 --enforce-eager --input-len 1024 --output-len 8)
+ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
+  local name=$1 limit=$2
+  shift 2
+  timeout -k 5 "$limit" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    --log-file "$out/ncu_$name.csv" "$build/taco_llm" bench "$@" >"$out/ncu_$name.log" 2>&1
+  echo "ncu $name rc=$?"
+  python3 tools/ncu_summary.py "$out/ncu_$name.csv" 25 | tee "$out/ncu_$name.txt"
+}
+ncu_run latency ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${common[@]}" --num-iters 1
+ncu_run batch8 ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes 8

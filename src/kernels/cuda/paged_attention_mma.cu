@@ -1,0 +1,425 @@
+// ops::paged_attention on the tensor cores: FlashAttention-2's method over the paged KV cache for f16/bf16 queries
+// and cache of head dims 16, 32, 64, 80, 96, 128 and 256 (mma.sync m16n8k16 with fp32 accumulation, ldmatrix,
+// cp.async). paged_attention.h says what a row's result may depend on; this kernel keeps that contract:
+//
+// - A CTA of 4 warps takes up to 64 (token, head) rows of one kv head, 16 per warp (the mma's M): the heads of a
+//   GQA group chunk for tokens_per_cta consecutive tokens (one token in decode steps, so a decode row is packed with
+//   its group's heads, not padded alone). Rows of several sequences in one CTA are walked one sequence after another.
+// - Keys are taken in tiles of kKeys absolute positions (64, or 32 for head dim 256) inside the partitions of
+//   kAttentionPartitionKeys; all 4 warps stage a tile's K and V in shared memory, then each warp with rows of the
+//   sequence scores it (S = Q K^T, 16 x kKeys), updates its rows' online softmax and accumulates O += P V with P
+//   rounded to the activation dtype.
+// - Every reduction has a fixed order given by the tile's key positions: a row's max and sum over a tile run over
+//   its lane's columns then a quad butterfly, and the mma sums a row's products with no dependence on other rows.
+//   A key a row does not see scores -inf and weighs exactly 0 (its V staged finite or zero), and a tile with no
+//   key visible to a row leaves the row's state bitwise as it was, so the other rows of a CTA (prefill, decode,
+//   chunks, other sequences) never change a row's bits.
+// - Partitions are merged in increasing order with paged_attention_common.cuh's merge: by the CTA (unsplit) or,
+//   split-KV, by paged_attention.cu's merge kernel from the partials this kernel writes; the same bits either way.
+//
+// Invalid metadata makes NaN rows as in paged_attention.cu.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+
+#include "core/check.h"
+#include "kernels/cuda/kernel_common.cuh"
+#include "kernels/cuda/paged_attention_common.cuh"
+#include "kernels/cuda/paged_attention_kernels.h"
+
+namespace taco::cuda {
+namespace {
+
+constexpr int kWarps = kMmaAttentionRowsPerCta / 16;  // 16 rows per warp
+constexpr int kRows = kMmaAttentionRowsPerCta;
+constexpr int kPartitionKeys = kAttentionPartitionKeys;
+
+// Keys per tile: head dim 256 takes 32, so that S and O stay in registers.
+template <int D>
+constexpr int kKeysPerTile = D <= 128 ? 64 : 32;
+// Shared-memory rows of K, V and Q in elements: 16 bytes of padding put ldmatrix's 8 row reads on 8 bank groups.
+template <int D>
+constexpr int kRowStride = D + 8;
+// Q [kRows][S], K and V [kKeys][S] (2-byte elements), and each lane's merged output of its two rows
+// [kWarps][D / 8 * 4][32] floats (unsplit steps merge partitions there).
+template <int D>
+constexpr size_t kSmemBytes =
+    size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 + size_t(kWarps) * (D / 8 * 4) * 32 * 4;
+
+template <class T>
+struct Mma;
+template <>
+struct Mma<__nv_bfloat16> {
+    // c += a (16x16, row-major fragment) * b (16x8, column-major fragment), fp32 accumulation.
+    static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&v);
+    }
+};
+template <>
+struct Mma<__half> {
+    static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        const __half2 v = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<const uint32_t*>(&v);
+    }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* ptr) { return uint32_t(__cvta_generic_to_shared(ptr)); }
+
+// Four 8x8 matrices of 2-byte elements: lanes 8i..8i+7 give the row addresses of matrix i.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+// 16 bytes global -> shared, or 16 zero bytes when !valid (src is then not read).
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, 1));
+    return fmaxf(v, __shfl_xor_sync(kFullWarp, v, 2));
+}
+// A butterfly: the four lanes of a quad end with the same bits.
+__device__ __forceinline__ float quad_sum(float v) {
+    v = __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, 1));
+    return __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, 2));
+}
+__device__ __forceinline__ bool quad_any(bool v) {
+    int x = v ? 1 : 0;
+    x |= __shfl_xor_sync(kFullWarp, x, 1);
+    x |= __shfl_xor_sync(kFullWarp, x, 2);
+    return x != 0;
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const AttentionLaunch p) {
+    constexpr int kKeys = kKeysPerTile<D>;
+    constexpr int S = kRowStride<D>;
+    constexpr int kChunks = D / 16;        // k16 steps of Q K^T
+    constexpr int kKeyBlocks = kKeys / 8;  // n8 blocks of a score tile
+    constexpr int kDimBlocks = D / 8;      // n8 blocks of the output
+    constexpr int kVecs = D / 8;           // 16-byte pieces of a row
+    constexpr bool kQInRegisters = D <= 128;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* q_s = reinterpret_cast<T*>(smem_raw);
+    T* k_s = q_s + kRows * S;
+    T* v_s = k_s + kKeys * S;
+    float* total_s = reinterpret_cast<float*>(v_s + kKeys * S);
+    __shared__ RowInfo rows[kRows];
+    __shared__ int64_t key_offset[kKeys];
+
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int g = lane / 4, t = lane % 4;  // the mma fragments' row group and column pair
+    const int kv_head = int(blockIdx.y) / p.head_chunks, chunk = int(blockIdx.y) % p.head_chunks;
+    const bool split = p.partials != nullptr;
+    const int num_rows = p.tokens_per_cta * p.heads_per_cta;
+    for (int r = int(threadIdx.x); r < kRows; r += int(blockDim.x)) {
+        RowInfo info{kRowNone, 0, 0, 0, 0, 0};
+        const int token = int(blockIdx.x) * p.tokens_per_cta + r / max(p.heads_per_cta, 1);
+        const int in_group = chunk * p.heads_per_cta + r % max(p.heads_per_cta, 1);
+        if (r < num_rows && in_group < p.group && token < p.num_tokens)
+            info = row_info(p, token, kv_head * p.group + in_group);
+        rows[r] = info;
+    }
+    __syncthreads();
+    const T* q = static_cast<const T*>(p.q);
+    for (int e = int(threadIdx.x); e < kRows * kVecs; e += int(blockDim.x)) {
+        const int r = e / kVecs, c = e % kVecs * 8;
+        const RowInfo& info = rows[r];
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (info.state == kRowOk)
+            v = *reinterpret_cast<const uint4*>(q + (int64_t(info.token) * p.num_heads + info.head) * D + c);
+        *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
+    }
+    __syncthreads();
+    // Lane l's address for an x4 A fragment of rows 16 warp.. and a k16 step: matrices (rows 0-7 | 8-15) x (cols
+    // 0-7 | 8-15) in the order a0..a3.
+    const T* q_lane = q_s + (warp * 16 + lane % 8 + (lane / 8) % 2 * 8) * S + lane / 16 * 8;
+    uint32_t q_frag[kQInRegisters ? kChunks : 1][4];
+    if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int kc = 0; kc < kChunks; ++kc) ldmatrix_x4(q_frag[kc], smem_addr(q_lane + kc * 16));
+    }
+    const RowInfo row[2] = {rows[warp * 16 + g], rows[warp * 16 + g + 8]};
+    const T* k_cache = static_cast<const T*>(p.k_cache);
+    const T* v_cache = static_cast<const T*>(p.v_cache);
+    T* out = static_cast<T*>(p.out);
+    float* my_total = total_s + warp * (kDimBlocks * 4) * 32 + lane;  // element i at my_total[32 i]
+
+    int prev_seq = -1;
+    for (;;) {
+        int seq = INT_MAX;
+        for (int r = 0; r < kRows; ++r)
+            if (rows[r].state == kRowOk && rows[r].seq > prev_seq) seq = min(seq, rows[r].seq);
+        if (seq == INT_MAX) break;
+        prev_seq = seq;
+        int key_begin = INT_MAX, key_end = 0;
+        for (int r = 0; r < kRows; ++r) {
+            if (rows[r].state != kRowOk || rows[r].seq != seq) continue;
+            key_begin = min(key_begin, rows[r].first);
+            key_end = max(key_end, rows[r].pos + 1);
+        }
+        const bool mine[2] = {row[0].state == kRowOk && row[0].seq == seq, row[1].state == kRowOk && row[1].seq == seq};
+        const bool warp_active = __any_sync(kFullWarp, mine[0] || mine[1]);
+        int z_lo = key_begin / kPartitionKeys, z_step = 1;
+        const int z_hi = (key_end - 1) / kPartitionKeys;
+        if (split) z_lo = first_partition_of_cta(z_lo, z_step);
+        const int32_t* table = p.block_tables + int64_t(seq) * p.max_blocks;
+
+        float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
+        bool poisoned[2] = {false, false};
+        if (!split && warp_active) {
+#pragma unroll
+            for (int i = 0; i < kDimBlocks * 4; ++i) my_total[32 * i] = 0;
+        }
+        for (int z = z_lo; z <= z_hi; z += z_step) {
+            float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0};
+            float o[kDimBlocks][4];
+#pragma unroll
+            for (int nd = 0; nd < kDimBlocks; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0;
+            bool bad[2] = {false, false};
+            const int keys_begin = max(key_begin, z * kPartitionKeys);
+            const int keys_end = min(key_end, (z + 1) * kPartitionKeys);
+            for (int tile = keys_begin / kKeys * kKeys; tile < keys_end; tile += kKeys) {
+                __syncthreads();  // every warp is done with the previous tile
+                if (int(threadIdx.x) < kKeys) {
+                    const int j = tile + int(threadIdx.x);
+                    int64_t offset = kNoKey;
+                    if (j < keys_end) {
+                        const int block = table[j / p.block_size];
+                        offset = block < 0 || block >= p.num_blocks
+                                     ? kBadBlock
+                                     : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) *
+                                           D;
+                    }
+                    key_offset[threadIdx.x] = offset;
+                }
+                __syncthreads();
+                for (int e = int(threadIdx.x); e < kKeys * kVecs; e += int(blockDim.x)) {
+                    const int i = e / kVecs, c = e % kVecs * 8;
+                    const int64_t offset = key_offset[i];
+                    const bool valid = offset >= 0;
+                    cp_async_16(smem_addr(k_s + i * S + c), k_cache + (valid ? offset + c : 0), valid);
+                    cp_async_16(smem_addr(v_s + i * S + c), v_cache + (valid ? offset + c : 0), valid);
+                }
+                cp_async_wait_all();
+                __syncthreads();
+                if (!warp_active) continue;  // warp-uniform
+
+                // S = Q K^T: B fragments of 8 keys x 16 dims straight from K's rows (lanes 0-7: dims 0-7, 8-15: 8-15).
+                float s[kKeyBlocks][4];
+#pragma unroll
+                for (int nb = 0; nb < kKeyBlocks; ++nb) {
+                    s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0;
+                    const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
+#pragma unroll
+                    for (int kc = 0; kc < kChunks; ++kc) {
+                        uint32_t b0, b1;
+                        ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
+                        if constexpr (kQInRegisters) {
+                            Mma<T>::run(s[nb], q_frag[kc], b0, b1);
+                        } else {
+                            uint32_t a[4];
+                            ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
+                            Mma<T>::run(s[nb], a, b0, b1);
+                        }
+                    }
+                }
+                // Scores of the keys each row sees; -inf elsewhere. Element e of block nb: row g (e < 2) or g + 8,
+                // key tile + 8 nb + 2 t + e % 2.
+                float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+                for (int nb = 0; nb < kKeyBlocks; ++nb) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int rr = e / 2, jt = nb * 8 + 2 * t + e % 2, j = tile + jt;
+                        const bool visible = mine[rr] && j >= row[rr].first && j <= row[rr].pos;
+                        float sc = -INFINITY;
+                        if (visible) {
+                            if (key_offset[jt] == kBadBlock) bad[rr] = true;
+                            sc = score_of(p, s[nb][e], row[rr].head, j, row[rr].pos);
+                        }
+                        s[nb][e] = sc;
+                        tile_max[rr] = fmaxf(tile_max[rr], sc);
+                    }
+                }
+                float alpha[2], tile_sum[2] = {0, 0};
+#pragma unroll
+                for (int rr = 0; rr < 2; ++rr) {
+                    const float m_new = fmaxf(m[rr], quad_max(tile_max[rr]));
+                    // Nothing seen yet: the state stays exactly as it is (scale 1, weights 0).
+                    alpha[rr] = m_new == -INFINITY ? 1.0f : expf(m[rr] - m_new);
+#pragma unroll
+                    for (int nb = 0; nb < kKeyBlocks; ++nb) {
+#pragma unroll
+                        for (int e = 2 * rr; e < 2 * rr + 2; ++e) {
+                            const float w = s[nb][e] == -INFINITY ? 0.0f : expf(s[nb][e] - m_new);
+                            s[nb][e] = w;
+                            tile_sum[rr] = __fadd_rn(tile_sum[rr], w);
+                        }
+                    }
+                    l[rr] = __fadd_rn(__fmul_rn(l[rr], alpha[rr]), quad_sum(tile_sum[rr]));
+                    m[rr] = m_new;
+                }
+#pragma unroll
+                for (int nd = 0; nd < kDimBlocks; ++nd) {
+                    o[nd][0] = __fmul_rn(o[nd][0], alpha[0]);
+                    o[nd][1] = __fmul_rn(o[nd][1], alpha[0]);
+                    o[nd][2] = __fmul_rn(o[nd][2], alpha[1]);
+                    o[nd][3] = __fmul_rn(o[nd][3], alpha[1]);
+                }
+                // O += P V: P's A fragment of keys 16 kk.. is the score blocks 2 kk and 2 kk + 1; V's B fragments
+                // (16 keys x 8 dims) through ldmatrix.trans of its rows (lanes 0-7: keys 0-7, 8-15: keys 8-15).
+#pragma unroll
+                for (int kk = 0; kk < kKeys / 16; ++kk) {
+                    const uint32_t a[4] = {Mma<T>::pack(s[2 * kk][0], s[2 * kk][1]),
+                                           Mma<T>::pack(s[2 * kk][2], s[2 * kk][3]),
+                                           Mma<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                           Mma<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                    const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
+#pragma unroll
+                    for (int nd = 0; nd < kDimBlocks; ++nd) {
+                        uint32_t b0, b1;
+                        ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
+                        Mma<T>::run(o[nd], a, b0, b1);
+                    }
+                }
+            }
+            if (!warp_active) continue;
+#pragma unroll
+            for (int rr = 0; rr < 2; ++rr) {
+                const bool row_bad = quad_any(bad[rr]);
+                if (!mine[rr]) continue;
+                const RowInfo& me = row[rr];
+                if (split) {
+                    // This partition's state, for the rows with keys in it (those the merge kernel reads).
+                    if (z < me.first / kPartitionKeys || z > me.pos / kPartitionKeys) continue;
+                    float* part =
+                        p.partials + ((int64_t(me.token) * p.num_heads + me.head) * p.num_partitions + z) * (D + 2);
+                    if (t == 0) {
+                        part[0] = row_bad ? 0.0f : m[rr];
+                        part[1] = row_bad ? NAN : l[rr];
+                    }
+#pragma unroll
+                    for (int nd = 0; nd < kDimBlocks; ++nd) {
+                        const int d = nd * 8 + 2 * t;
+                        part[2 + d] = row_bad ? NAN : o[nd][2 * rr];
+                        part[3 + d] = row_bad ? NAN : o[nd][2 * rr + 1];
+                    }
+                } else {
+                    poisoned[rr] = poisoned[rr] || row_bad;
+                    if (m[rr] == -INFINITY) continue;
+                    float a, b;
+                    merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
+#pragma unroll
+                    for (int nd = 0; nd < kDimBlocks; ++nd) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
+                            total = merged_value(total, a, o[nd][2 * rr + e], b);
+                        }
+                    }
+                }
+            }
+        }
+        if (split || !warp_active) continue;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+            if (!mine[rr]) continue;
+            T* out_row = out + (int64_t(row[rr].token) * p.num_heads + row[rr].head) * D;
+#pragma unroll
+            for (int nd = 0; nd < kDimBlocks; ++nd) {
+                const int d = nd * 8 + 2 * t;
+                const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
+                out_row[d] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v0, total_l[rr]));
+                out_row[d + 1] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v1, total_l[rr]));
+            }
+        }
+    }
+    if (!split) {
+        for (int e = int(threadIdx.x); e < kRows * D; e += int(blockDim.x)) {
+            const RowInfo& info = rows[e / D];
+            if (info.state == kRowBad) out[(int64_t(info.token) * p.num_heads + info.head) * D + e % D] = from_f32<T>(NAN);
+        }
+    }
+}
+
+template <class T, int D>
+void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
+    auto kernel = paged_attention_mma_kernel<T, D>;
+    constexpr size_t smem = kSmemBytes<D>;
+    // The opt-in above 48 KiB, once per instantiation (the same value every time, so concurrent first calls agree).
+    static std::once_flag once;
+    std::call_once(once, [&] {
+        TACO_CHECK_MSG(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) ==
+                           cudaSuccess,
+                       "paged_attention (tensor cores): {} bytes of shared memory for head dim {}", smem, D);
+    });
+    kernel<<<dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream>>>(p);
+    TACO_CUDA_CHECK_LAUNCH("paged_attention_mma_kernel");
+}
+
+template <class T>
+void launch_for_dims(const AttentionLaunch& p, cudaStream_t stream) {
+    switch (p.head_dim) {
+        case 16: launch_for<T, 16>(p, stream); return;
+        case 32: launch_for<T, 32>(p, stream); return;
+        case 64: launch_for<T, 64>(p, stream); return;
+        case 80: launch_for<T, 80>(p, stream); return;
+        case 96: launch_for<T, 96>(p, stream); return;
+        case 128: launch_for<T, 128>(p, stream); return;
+        case 256: launch_for<T, 256>(p, stream); return;
+        default: TACO_CHECK_MSG(false, "paged_attention (tensor cores): head dim {}", p.head_dim);
+    }
+}
+
+}  // namespace
+
+bool mma_attention_supports(DType act, DType cache, int head_dim) {
+    const bool dims = head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 80 || head_dim == 96 ||
+                      head_dim == 128 || head_dim == 256;
+    return (act == DType::kBF16 || act == DType::kF16) && cache == act && dims;
+}
+
+void launch_paged_attention_mma(const AttentionLaunch& p, void* stream) {
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (p.act == DType::kBF16) {
+        launch_for_dims<__nv_bfloat16>(p, s);
+    } else {
+        TACO_CHECK_MSG(p.act == DType::kF16, "paged_attention (tensor cores): {} activations", dtype_name(p.act));
+        launch_for_dims<__half>(p, s);
+    }
+}
+
+}  // namespace taco::cuda
