@@ -86,8 +86,8 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     // of a fused projection may not be); every other case, and f32 always, runs on the CUDA cores. The choice depends
     // on the dtypes, the head dim and the operands' addresses only, never on the batch, so it never changes a row.
     const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-    p.tensor_cores = kernel == AttentionKernel::kAuto && mma_attention_supports(act, cache, int(head_dim)) && aligned(q.data) && aligned(out.data) &&
-                     aligned(k_cache.data) && aligned(v_cache.data);
+    p.tensor_cores = kernel == AttentionKernel::kAuto && mma_attention_supports(act, cache, int(head_dim)) &&
+                     aligned(q.data) && aligned(out.data) && aligned(k_cache.data) && aligned(v_cache.data);
     const int rows_per_cta = p.tensor_cores ? kMmaAttentionRowsPerCta : kAttentionRowsPerCta;
     p.heads_per_cta = std::min(p.group, rows_per_cta);
     p.head_chunks = (p.group + p.heads_per_cta - 1) / p.heads_per_cta;

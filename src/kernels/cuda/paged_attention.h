@@ -19,9 +19,9 @@
 namespace taco::cuda {
 
 // The most scratch paged_attention takes for split-KV partials.
-// (Under CUDA graphs a decode bucket's max_seq_len is the whole capacity: 32 rows of 32 heads over 128k keys take
-// 136 MiB, and a step whose partials do not fit does not split, leaving most of the GPU idle at small batches.)
-constexpr size_t kMaxAttentionScratchBytes = size_t(256) << 20;
+// (Under CUDA graphs a decode bucket's max_seq_len is the whole capacity: a row of 32 heads over 128k keys takes
+// 17 MiB, and a step whose partials do not fit does not split, leaving most of the GPU idle at small batches.)
+constexpr size_t kMaxAttentionScratchBytes = size_t(512) << 20;
 
 enum class SplitKv {
     kAuto,    // split when the rows alone give too few CTAs to fill the GPU and the partials fit in the scratch

@@ -48,8 +48,8 @@ constexpr int kRowStride = D + 8;
 // Q [kRows][S], K and V [kKeys][S] (2-byte elements), and each lane's merged output of its two rows
 // [kWarps][D / 8 * 4][32] floats (unsplit steps merge partitions there).
 template <int D>
-constexpr size_t kSmemBytes =
-    size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 + size_t(kWarps) * (D / 8 * 4) * 32 * 4;
+constexpr size_t kSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
+                              size_t(kWarps) * (D / 8 * 4) * 32 * 4;
 
 template <class T>
 struct Mma;
@@ -218,10 +218,10 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     int64_t offset = kNoKey;
                     if (j < keys_end) {
                         const int block = table[j / p.block_size];
-                        offset = block < 0 || block >= p.num_blocks
-                                     ? kBadBlock
-                                     : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) *
-                                           D;
+                        offset =
+                            block < 0 || block >= p.num_blocks
+                                ? kBadBlock
+                                : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) * D;
                     }
                     key_offset[threadIdx.x] = offset;
                 }
@@ -370,7 +370,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     if (!split) {
         for (int e = int(threadIdx.x); e < kRows * D; e += int(blockDim.x)) {
             const RowInfo& info = rows[e / D];
-            if (info.state == kRowBad) out[(int64_t(info.token) * p.num_heads + info.head) * D + e % D] = from_f32<T>(NAN);
+            if (info.state == kRowBad)
+                out[(int64_t(info.token) * p.num_heads + info.head) * D + e % D] = from_f32<T>(NAN);
         }
     }
 }
@@ -382,9 +383,9 @@ void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
     // The opt-in above 48 KiB, once per instantiation (the same value every time, so concurrent first calls agree).
     static std::once_flag once;
     std::call_once(once, [&] {
-        TACO_CHECK_MSG(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) ==
-                           cudaSuccess,
-                       "paged_attention (tensor cores): {} bytes of shared memory for head dim {}", smem, D);
+        TACO_CHECK_MSG(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) == cudaSuccess,
+            "paged_attention (tensor cores): {} bytes of shared memory for head dim {}", smem, D);
     });
     kernel<<<dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream>>>(p);
     TACO_CUDA_CHECK_LAUNCH("paged_attention_mma_kernel");

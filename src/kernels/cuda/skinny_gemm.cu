@@ -1,16 +1,17 @@
-// skinny_gemm (skinny_gemm.h): y [M, N] = x [M, K] . w [N, K]^T for M <= 16, memory-bound.
+// skinny_gemm (skinny_gemm.h): y [M, N] = x [M, K] . w [N, K]^T for M <= 16 on the tensor cores, memory-bound.
 //
-// Layout of the work: a block of kThreads threads owns R consecutive rows of w (R outputs per row of x). Thread t
-// reads the 16-byte vectors t, t + kThreads, t + 2 kThreads, ... of each of its block's R rows of w (so a warp's
-// loads are 512 contiguous bytes of one row), and the vectors of x at the same columns for each of the MT rows of x
-// (from L1/L2: x is small and every block reads it), and keeps MT x R fp32 partial sums. Then the block reduces:
-// each warp by a transposing butterfly (warp_transpose_sum: V values in V - V/32 shuffles instead of 5 V), the warps'
-// sums through shared memory in warp order, and thread j < MT R writes output j with the bias, rounded once.
+// Layout of the work: a block of 4 warps owns 8 consecutive rows of w (8 outputs per row of x), the warps splitting K
+// in chunks of 32 columns (warp i takes chunks i, i + 4, ...). In a chunk, lane (g, t) = (lane / 4, lane % 4) loads
+// 16 bytes of w's row n0 + g and of x's rows g and g + 8 at columns 8 t .. 8 t + 7, and two mma.sync m16n8k16 take
+// them as they are: the mma's logical k slots 2t, 2t+1, 2t+8, 2t+9 of a thread are its columns 8t+0..3 in the first
+// and 8t+4..7 in the second, the same mapping for x (A, 16 rows: the M rows, zeros beyond) and for w (B), so the
+// product is the right one with no shuffle or shared memory on the way. At the end the 4 warps' accumulators are
+// summed through shared memory in warp order and warp 0 writes the outputs with the bias, rounded once.
 //
-// The sum of an output element: its thread partials, each over the columns t + i kThreads in increasing i (and the 8
-// columns of a vector in order), combined pairwise across lane masks 16, 8, 4, 2, 1 (as warp_sum), then over the
-// warps 0..7 in order. Nothing of that depends on M, MT, R or on the values of other rows (fp32 addition is
-// commutative bitwise, so "mine + theirs" equals "theirs + mine"): batch invariance up to kSkinnyMaxRows rows.
+// Weights are read once with 16-byte streaming loads, 8 chunks in flight per lane; x is tiny and comes from L1/L2.
+// The fp32 sum of an output element: each warp's chunks in increasing order on the tensor cores (each mma sums a
+// row's products independently of the other rows of A), then warps 0..3 in order. Nothing of that depends on M or on
+// the other rows: a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,139 +22,98 @@
 namespace taco::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / kWarpSize;
-constexpr int kVector = 8;  // 16-byte loads of 2-byte elements
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * kWarpSize;
+constexpr int kRowsOfW = 8;   // the mma's N
+constexpr int kChunk = 32;    // columns of K per warp step: 4 lanes x 8 elements
+constexpr int kInFlight = 8;  // chunks loaded before the first is used
+constexpr int kVector = 8;    // 16-byte loads of 2-byte elements
 
-// Two 2-byte values as floats.
-__device__ __forceinline__ float2 pair_to_f32(uint32_t bits, __nv_bfloat16) {
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
-}
-__device__ __forceinline__ float2 pair_to_f32(uint32_t bits, __half) {
-    return __half22float2(*reinterpret_cast<const __half2*>(&bits));
-}
-
-// acc += sum of the 8 products of one vector of x and one of w, in column order.
 template <class T>
-__device__ __forceinline__ float dot8(const uint4& x, const uint4& w, float acc) {
-    const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ws[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const float2 a = pair_to_f32(xs[i], T{}), b = pair_to_f32(ws[i], T{});
-        acc = fmaf(a.x, b.x, acc);
-        acc = fmaf(a.y, b.y, acc);
-    }
-    return acc;
+__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-
-// The transposing butterfly over the lanes of a warp: at mask M with S > 1 values left, a lane keeps one half of its
-// values (the upper half when its bit M is set) and adds the partner's copy of that half, sending the other; once one
-// value is left, the remaining masks add it plainly (as warp_sum). Every value is summed across masks 16..1 in that
-// order; afterwards lane l holds values base(l) .. base(l) + max(V / 32, 1) - 1 in v[0..].
-template <int S, int MASK, int V>
-__device__ __forceinline__ void warp_transpose_sum(float (&v)[V], int lane) {
-    if constexpr (MASK > 0) {
-        if constexpr (S == 1) {
-            v[0] += __shfl_xor_sync(0xffffffffu, v[0], MASK);
-        } else {
-            constexpr int kHalf = S / 2;
-            const bool upper = (lane & MASK) != 0;
-#pragma unroll
-            for (int i = 0; i < kHalf; ++i) {
-                const float send = upper ? v[i] : v[i + kHalf];
-                const float keep = upper ? v[i + kHalf] : v[i];
-                v[i] = keep + __shfl_xor_sync(0xffffffffu, send, MASK);
-            }
-        }
-        warp_transpose_sum<(S > 1 ? S / 2 : 1), MASK / 2, V>(v, lane);
-    }
-}
-
-// The first value index lane `lane` holds after warp_transpose_sum over V values.
-template <int V>
-__device__ __forceinline__ int transpose_base(int lane) {
-    int base = 0, size = V;
-#pragma unroll
-    for (int mask = kWarpSize / 2; mask > 0 && size > 1; mask /= 2, size /= 2)
-        if (lane & mask) base += size / 2;
-    return base;
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                  uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // Streaming load of weights (read once per call: do not keep them in L1).
 __device__ __forceinline__ uint4 load_weights(const void* p) { return __ldcs(static_cast<const uint4*>(p)); }
 
-template <class T, class OutT, int MT, int R>
+// kUpperRows: M > 8, so x's rows 8..15 (the A fragment's a1, a3) are loaded too; otherwise they are zeros.
+template <class T, class OutT, bool kUpperRows>
 __global__ void __launch_bounds__(kThreads)
     skinny_gemm_kernel(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
                        OutT* __restrict__ y, int m, int64_t n, int64_t k) {
-    constexpr int V = MT * R;
-    static_assert((V & (V - 1)) == 0, "MT x R is a power of two");
-    const int64_t n0 = int64_t(blockIdx.x) * R;
-    const int64_t vectors = k / kVector;
-    float acc[V];
+    const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
+    const int g = lane / 4, t = lane % 4;
+    const int64_t n0 = int64_t(blockIdx.x) * kRowsOfW;
+    const int64_t chunks = (k + kChunk - 1) / kChunk;
+    const bool w_ok = n0 + g < n, x_ok = g < m, x_upper_ok = kUpperRows && g + 8 < m;
+    const T* w_row = w + (w_ok ? n0 + g : 0) * k + t * kVector;
+    const T* x_row = x + int64_t(x_ok ? g : 0) * k + t * kVector;
+    const T* x_upper = x + int64_t(x_upper_ok ? g + 8 : 0) * k + t * kVector;
+    float acc[4] = {0, 0, 0, 0};
+    for (int64_t c0 = warp; c0 < chunks; c0 += int64_t(kWarps) * kInFlight) {
+        uint4 wv[kInFlight], xv[kInFlight], xu[kInFlight];
 #pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-
-#pragma unroll 2
-    for (int64_t vec = threadIdx.x; vec < vectors; vec += kThreads) {
-        uint4 wv[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-            wv[r] = n0 + r < n ? load_weights(w + (n0 + r) * k + vec * kVector) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            if (mt < m) {
-                const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + mt * k + vec * kVector));
-#pragma unroll
-                for (int r = 0; r < R; ++r) acc[mt * R + r] = dot8<T>(xv, wv[r], acc[mt * R + r]);
+        for (int u = 0; u < kInFlight; ++u) {
+            const int64_t col = (c0 + int64_t(u) * kWarps) * kChunk;  // + 8 t: within k when col + 8 t < k
+            const bool in_k = col + t * kVector < k;
+            const uint4 zero = make_uint4(0, 0, 0, 0);
+            wv[u] = in_k && w_ok ? load_weights(w_row + col) : zero;
+            xv[u] = in_k && x_ok ? __ldg(reinterpret_cast<const uint4*>(x_row + col)) : zero;
+            xu[u] = zero;
+            if constexpr (kUpperRows) {
+                if (in_k && x_upper_ok) xu[u] = __ldg(reinterpret_cast<const uint4*>(x_upper + col));
             }
         }
-    }
-
-    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    warp_transpose_sum<V, kWarpSize / 2, V>(acc, lane);
-    constexpr int kHeld = V >= kWarpSize ? V / kWarpSize : 1;  // values per lane after the butterfly
-    constexpr int kSteps = V >= kWarpSize ? 5 : (V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0);
-    constexpr int kPlainBits = (1 << (5 - kSteps)) - 1;  // lanes differing in these bits hold the same values
-    __shared__ float warp_sums[kWarps][V];
-    if ((lane & kPlainBits) == 0) {
-        const int base = transpose_base<V>(lane);
 #pragma unroll
-        for (int i = 0; i < kHeld; ++i) warp_sums[warp][base + i] = acc[i];
+        for (int u = 0; u < kInFlight; ++u) {
+            mma_16816<T>(acc, xv[u].x, xu[u].x, xv[u].y, xu[u].y, wv[u].x, wv[u].y);
+            mma_16816<T>(acc, xv[u].z, xu[u].z, xv[u].w, xu[u].w, wv[u].z, wv[u].w);
+        }
     }
+    // acc: rows g (0, 1) and g + 8 (2, 3) of x, outputs n0 + 2 t (0, 2) and n0 + 2 t + 1 (1, 3).
+    __shared__ float partial[kWarps][4][kWarpSize];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial[warp][i][lane] = acc[i];
     __syncthreads();
-    for (int j = threadIdx.x; j < V; j += kThreads) {
-        const int mt = j / R, r = j % R;
-        if (mt >= m || n0 + r >= n) continue;
-        float sum = warp_sums[0][j];
+    if (warp != 0) return;
 #pragma unroll
-        for (int wi = 1; wi < kWarps; ++wi) sum += warp_sums[wi][j];
-        if (bias != nullptr) sum += bias[n0 + r];
-        y[int64_t(mt) * n + n0 + r] = from_f32<OutT>(sum);
+    for (int i = 0; i < 4; ++i) {
+        const int row = i < 2 ? g : g + 8;
+        const int64_t col = n0 + 2 * t + i % 2;
+        if (row >= m || col >= n) continue;
+        float sum = partial[0][i][lane];
+#pragma unroll
+        for (int wi = 1; wi < kWarps; ++wi) sum += partial[wi][i][lane];
+        if (bias != nullptr) sum += bias[col];
+        y[int64_t(row) * n + col] = from_f32<OutT>(sum);
     }
-}
-
-template <class T, class OutT, int MT>
-void launch_rows(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                 cudaStream_t stream) {
-    // Rows of w per block: more for one or two rows of x (more loads in flight per thread), fewer when the MT x R
-    // partial sums would crowd the registers.
-    constexpr int R = MT <= 2 ? 8 : 4;
-    const int64_t blocks = (n + R - 1) / R;
-    TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} rows of w are too many", n);
-    skinny_gemm_kernel<T, OutT, MT, R><<<unsigned(blocks), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(w), bias, static_cast<OutT*>(y), int(m), n, k);
-    TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
 }
 
 template <class T, class OutT>
 void launch_typed(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                   cudaStream_t stream) {
-    if (m <= 1) return launch_rows<T, OutT, 1>(x, w, bias, y, m, n, k, stream);
-    if (m <= 2) return launch_rows<T, OutT, 2>(x, w, bias, y, m, n, k, stream);
-    if (m <= 4) return launch_rows<T, OutT, 4>(x, w, bias, y, m, n, k, stream);
-    if (m <= 8) return launch_rows<T, OutT, 8>(x, w, bias, y, m, n, k, stream);
-    launch_rows<T, OutT, 16>(x, w, bias, y, m, n, k, stream);
+    const int64_t blocks = (n + kRowsOfW - 1) / kRowsOfW;
+    TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} rows of w are too many", n);
+    const auto kernel = m > 8 ? skinny_gemm_kernel<T, OutT, true> : skinny_gemm_kernel<T, OutT, false>;
+    kernel<<<unsigned(blocks), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), bias,
+                                                      static_cast<OutT*>(y), int(m), n, k);
+    TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }

@@ -1,12 +1,13 @@
 // The skinny GEMM of ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32) for the decode shapes,
 // M <= kSkinnyMaxRows, where cuBLASLt reaches only part of the memory bandwidth on the small matrices (BENCHMARKS.md:
-// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams a few rows of w once with 16-byte loads, the
-// whole block splitting K, and reuses each loaded w vector for every row of x.
+// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams 8 rows of w once with 16-byte loads, its 4
+// warps splitting K, and the tensor cores (mma.sync m16n8k16, x's M rows padded to 16 with zeros) do the products,
+// so that 16 rows cost the CUDA cores no more than one (a CUDA-core kernel is bound by its FMAs from M ~ 4 on).
 //
 // Order of the sums (ARCHITECTURE.md "Parity rule"): an output element is the fp32 sum of its K products in an order
-// fixed by K alone (each thread's strided partial, then a fixed shuffle tree, then the warps in order), never by M or
-// by the other rows, so a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows, and the same call
-// gives the same bits every time (no atomics). The bias is added in fp32 before the one rounding to y's dtype.
+// fixed by K alone (each warp's chunks of K in order through the mma, then the warps in order), never by M or by the
+// other rows, so a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows, and the same call gives
+// the same bits every time (no atomics). The bias is added in fp32 before the one rounding to y's dtype.
 // Plain C++17 header (skinny_gemm.cu).
 #pragma once
 
