@@ -9,11 +9,11 @@
 
 namespace taco::cuda {
 
-constexpr int kAttentionTileKeys = 32;        // keys per shared-memory tile: one per lane
+constexpr int kAttentionTileKeys = 32;  // keys per shared-memory tile: one per lane
 // Keys per partition: the unit of split-KV (a decode row at 1k keys spreads over 8 CTAs per kv head) and of the
 // merges (two tensor-core tiles, four of the CUDA cores').
 constexpr int kAttentionPartitionKeys = 128;
-constexpr int kAttentionRowsPerCta = 8;       // (token, head) rows per CTA, one warp each
+constexpr int kAttentionRowsPerCta = 8;  // (token, head) rows per CTA, one warp each
 constexpr int kMaxAttentionHeadDim = 256;
 constexpr int kMmaAttentionRowsPerCta = 64;  // the tensor-core kernel: 4 warps of 16 rows
 

@@ -1,17 +1,18 @@
 // skinny_gemm (skinny_gemm.h): y [M, N] = x [M, K] . w [N, K]^T for M <= 16 on the tensor cores, memory-bound.
 //
-// Layout of the work: a block of 4 warps owns 8 consecutive rows of w (8 outputs per row of x), the warps splitting K
-// in chunks of 32 columns (warp i takes chunks i, i + 4, ...). In a chunk, lane (g, t) = (lane / 4, lane % 4) loads
-// 16 bytes of w's row n0 + g and of x's rows g and g + 8 at columns 8 t .. 8 t + 7, and two mma.sync m16n8k16 take
-// them as they are: the mma's logical k slots 2t, 2t+1, 2t+8, 2t+9 of a thread are its columns 8t+0..3 in the first
-// and 8t+4..7 in the second, the same mapping for x (A, 16 rows: the M rows, zeros beyond) and for w (B), so the
-// product is the right one with no shuffle or shared memory on the way. At the end the 4 warps' accumulators are
-// summed through shared memory in warp order and warp 0 writes the outputs with the bias, rounded once.
+// Layout of the work: a block of W warps (16 for matrices of up to 8192 rows, else 4) owns 8 consecutive rows of w
+// (8 outputs per row of x), the warps splitting K in chunks of 32 columns (warp i takes chunks i, i + W, ...). In a
+// chunk, lane (g, t) = (lane / 4, lane % 4) loads 16 bytes of w's row n0 + g and of x's rows g and g + 8 at columns 8 t
+// .. 8 t + 7, and two mma.sync m16n8k16 take them as they are: the mma's logical k slots 2t, 2t+1, 2t+8, 2t+9 of a
+// thread are its columns 8t+0..3 in the first and 8t+4..7 in the second, the same mapping for x (A, 16 rows: the M
+// rows, zeros beyond) and for w (B), so the product is the right one with no shuffle or shared memory on the way. At
+// the end the W warps' accumulators are summed through shared memory in warp order and warp 0 writes the outputs with
+// the bias, rounded once.
 //
 // Weights are read once with 16-byte streaming loads, 8 chunks in flight per lane; x is tiny and comes from L1/L2.
 // The fp32 sum of an output element: each warp's chunks in increasing order on the tensor cores (each mma sums a
-// row's products independently of the other rows of A), then warps 0..3 in order. Nothing of that depends on M or on
-// the other rows: a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows.
+// row's products independently of the other rows of A), then warps 0..W-1 in order (W from N). Nothing of that depends
+// on M or on the other rows: a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -22,8 +23,6 @@
 namespace taco::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kRowsOfW = 8;   // the mma's N
 constexpr int kChunk = 32;    // columns of K per warp step: 4 lanes x 8 elements
 constexpr int kInFlight = 8;  // chunks loaded before the first is used
@@ -53,8 +52,8 @@ __device__ __forceinline__ void mma_16816<__half>(float (&c)[4], uint32_t a0, ui
 __device__ __forceinline__ uint4 load_weights(const void* p) { return __ldcs(static_cast<const uint4*>(p)); }
 
 // kUpperRows: M > 8, so x's rows 8..15 (the A fragment's a1, a3) are loaded too; otherwise they are zeros.
-template <class T, class OutT, bool kUpperRows>
-__global__ void __launch_bounds__(kThreads)
+template <class T, class OutT, int kWarps, bool kUpperRows>
+__global__ void __launch_bounds__(kWarps* kWarpSize)
     skinny_gemm_kernel(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
                        OutT* __restrict__ y, int m, int64_t n, int64_t k) {
     const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
@@ -110,9 +109,17 @@ void launch_typed(const void* x, const void* w, const float* bias, void* y, int6
                   cudaStream_t stream) {
     const int64_t blocks = (n + kRowsOfW - 1) / kRowsOfW;
     TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} rows of w are too many", n);
-    const auto kernel = m > 8 ? skinny_gemm_kernel<T, OutT, true> : skinny_gemm_kernel<T, OutT, false>;
-    kernel<<<unsigned(blocks), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), bias,
-                                                      static_cast<OutT*>(y), int(m), n, k);
+    // Warps splitting K, chosen from the shape alone (the order of the sums may depend on N and K, never on M): a
+    // matrix of few rows (o_proj, down_proj, the separate q / k / v) fills the GPU in one short wave of blocks,
+    // whose warps then wait on their loads chunk after chunk; 16 warps put a block's whole K in flight in one or a
+    // few rounds. Many rows (gate / up, the head) keep 4 warps and overlap one block's loads with another's.
+    const bool few_rows = n <= 8192;
+    const auto kernel = few_rows
+                            ? (m > 8 ? skinny_gemm_kernel<T, OutT, 16, true> : skinny_gemm_kernel<T, OutT, 16, false>)
+                            : (m > 8 ? skinny_gemm_kernel<T, OutT, 4, true> : skinny_gemm_kernel<T, OutT, 4, false>);
+    const int threads = (few_rows ? 16 : 4) * kWarpSize;
+    kernel<<<unsigned(blocks), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), bias,
+                                                     static_cast<OutT*>(y), int(m), n, k);
     TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
 }
 

@@ -1,6 +1,6 @@
 // The skinny GEMM of ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32) for the decode shapes,
 // M <= kSkinnyMaxRows, where cuBLASLt reaches only part of the memory bandwidth on the small matrices (BENCHMARKS.md:
-// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams 8 rows of w once with 16-byte loads, its 4
+// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams 8 rows of w once with 16-byte loads, its
 // warps splitting K, and the tensor cores (mma.sync m16n8k16, x's M rows padded to 16 with zeros) do the products,
 // so that 16 rows cost the CUDA cores no more than one (a CUDA-core kernel is bound by its FMAs from M ~ 4 on).
 //
