@@ -4,8 +4,10 @@
 // CPU, --device cuda is an error, and the GPU-only flag is an error with --device cpu and a warning with auto. `bench`
 // with dummy weights runs from config.json alone.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "cli_runner.h"
 
@@ -117,6 +119,24 @@ TEST(DeviceFlagsCli, BenchWithDummyWeightsNeedsOnlyTheConfig) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("dummy weights without a checkpoint: weight traffic unknown"), std::string::npos) << r.out;
     expect_error(bench, "no model.safetensors");
+}
+
+TEST(DeviceFlagsCli, BenchPrintsTheCostPerMillionOutputTokensForAnHourlyPrice) {
+    const std::string bench = "bench latency " + golden_model_dir("llama") +
+                              " --device cpu --input-len 4 --output-len 3 --num-iters 1 --gpu-hourly-cost 3.6";
+    const std::string json = ::testing::TempDir() + "/taco_bench_cost.json";
+    CommandResult r = run_taco(bench + " --output-json " + json);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("per million output tokens at $3.60 per GPU hour"), std::string::npos) << r.out;
+    // $3.60 an hour is $0.001 a second: the cost of a million tokens is 1000 / (output tokens per second).
+    std::ifstream file(json);
+    const nlohmann::json j = nlohmann::json::parse(file);
+    EXPECT_EQ(j["gpu_hourly_cost_usd"].get<double>(), 3.6);
+    const nlohmann::json& run = j["runs"][0];
+    EXPECT_NEAR(run["usd_per_million_output_tokens"].get<double>(), 1000.0 / run["output_tokens_per_s"].get<double>(),
+                1e-9 * run["usd_per_million_output_tokens"].get<double>());
+    for (const char* bad : {"0", "-2", "nan", "inf", "x"})
+        expect_error("bench latency " + golden_model_dir("llama") + " --gpu-hourly-cost " + bad, "--gpu-hourly-cost");
 }
 
 }  // namespace

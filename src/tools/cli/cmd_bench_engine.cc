@@ -3,7 +3,9 @@
 //   latency     one request (--input-len 1024, --output-len 128), --num-iters runs after one warm-up
 //   batch       --batch-sizes 1,2,4,8,32,64 requests at once (1024 / 400 tokens)
 //   throughput  --num-prompts 1000 requests at once (1000 / 1000 tokens)
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 
@@ -30,7 +32,13 @@ struct BenchEngineArgs {
     int64_t num_prompts = 1000;
     std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 32, 64};
     std::string output_json;
+    double gpu_hourly_cost = 0;  // dollars per hour of the machine; 0: no cost figure
 };
+
+// Dollars per million output tokens at `hourly` dollars per hour of the machine: the brief's $/M-token figure.
+double usd_per_million_output_tokens(double hourly, double output_tokens_per_s) {
+    return output_tokens_per_s > 0 ? hourly / 3600.0 / output_tokens_per_s * 1e6 : 0;
+}
 
 std::string_view workload_name(Workload w) {
     switch (w) {
@@ -67,7 +75,7 @@ nlohmann::json run_json(const BenchRun& r, const std::optional<ModelFootprint>& 
                : nlohmann::json()}};
 }
 
-void print_row(const std::string& label, const nlohmann::json& j) {
+void print_row(const std::string& label, nlohmann::json& j, double hourly) {
     auto rate = [&](const char* key, int decimals) {
         return j[key].is_null() ? std::string("-") : fmt::format("{:.{}f}", j[key].get<double>(), decimals);
     };
@@ -76,6 +84,11 @@ void print_row(const std::string& label, const nlohmann::json& j) {
                 j["ttft_p99_ms"].get<double>(), j["decode_tokens_per_s"].get<double>(),
                 j["output_tokens_per_s"].get<double>(), j["total_tokens_per_s"].get<double>(),
                 rate("decode_weight_gb_per_s", 2).c_str(), rate("matrix_tflop_per_s", 3).c_str());
+    if (hourly > 0) {
+        const double usd = usd_per_million_output_tokens(hourly, j["output_tokens_per_s"].get<double>());
+        j["usd_per_million_output_tokens"] = usd;
+        std::printf("%-12s $%.4f per million output tokens at $%.2f per GPU hour\n", "", usd, hourly);
+    }
 }
 
 BenchRun run_or_fail(Engine& engine, const BenchWorkload& w) {
@@ -116,6 +129,7 @@ void run_bench_engine(BenchEngineArgs& args) {
         {"output_len", args.output_len},
         {"weight_bytes_per_step", footprint ? nlohmann::json(footprint->weight_bytes_per_step) : nlohmann::json()},
         {"matrix_params", footprint ? nlohmann::json(footprint->matrix_params) : nlohmann::json()},
+        {"gpu_hourly_cost_usd", args.gpu_hourly_cost > 0 ? nlohmann::json(args.gpu_hourly_cost) : nlohmann::json()},
         {"runs", nlohmann::json::array()}};
     const std::string weights =
         footprint ? fmt::format("{:.1f} MB of weights per step", double(footprint->weight_bytes_per_step) / 1e6)
@@ -132,7 +146,7 @@ void run_bench_engine(BenchEngineArgs& args) {
             run_or_fail(**engine, workload(1));  // warm-up
             for (int64_t i = 0; i < args.num_iters; ++i) {
                 auto j = run_json(run_or_fail(**engine, workload(1)), footprint);
-                print_row(fmt::format("iter {}", i), j);
+                print_row(fmt::format("iter {}", i), j, args.gpu_hourly_cost);
                 out["runs"].push_back(j);
             }
             break;
@@ -142,14 +156,14 @@ void run_bench_engine(BenchEngineArgs& args) {
             for (int64_t b : args.batch_sizes) {
                 auto j = run_json(run_or_fail(**engine, workload(b)), footprint);
                 j["batch_size"] = b;
-                print_row(fmt::format("bs={}", b), j);
+                print_row(fmt::format("bs={}", b), j, args.gpu_hourly_cost);
                 out["runs"].push_back(j);
             }
             break;
         }
         case Workload::kThroughput: {
             auto j = run_json(run_or_fail(**engine, workload(args.num_prompts)), footprint);
-            print_row("all", j);
+            print_row("all", j, args.gpu_hourly_cost);
             out["runs"].push_back(j);
             break;
         }
@@ -181,6 +195,14 @@ void add_workload(CLI::App* bench, Workload workload, const char* help, int64_t 
     if (workload == Workload::kThroughput)
         sub->add_option("--num-prompts", args->num_prompts, "Requests, all submitted at once")->capture_default_str();
     sub->add_option("--output-json", args->output_json, "Also write the figures to this JSON file");
+    sub->add_option("--gpu-hourly-cost", args->gpu_hourly_cost,
+                    "Dollars per hour of the machine: also print (and write) the cost per million output tokens")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {
+                const double v = std::strtod(text.c_str(), nullptr);
+                return std::isfinite(v) && v > 0 ? "" : "must be a positive number of dollars, got " + text;
+            },
+            "DOLLARS"));
     add_engine_flags(sub, args->engine);
     sub->callback([args] { run_bench_engine(*args); });
 }
