@@ -65,8 +65,10 @@ bool runs(const ExecContext& ctx, const char* op) {
 
 }  // namespace
 
-void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
-            const TensorView& y) {
+namespace {
+
+void check_matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
+                  const TensorView& y) {
     check_act(ctx, x, 2, "matmul", "x");
     check_act(ctx, y, 2, "matmul", "y");
     TACO_CHECK_MSG(w.ndim == 2 && is_weight_dtype(w.dtype) && w.is_contiguous() && w.device == ctx.device,
@@ -75,7 +77,26 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
     TACO_CHECK_MSG(x.shape[1] == w.shape[1] && y.shape[0] == x.shape[0] && y.shape[1] == w.shape[0],
                    "matmul: x {} . w {}^T -> y {}", x.shape_string(), w.shape_string(), y.shape_string());
     check_vector(ctx, bias, w.shape[0], "matmul", "bias");
+}
+
+}  // namespace
+
+void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
+            const TensorView& y) {
+    check_matmul(ctx, x, w, bias, y);
     if (runs(ctx, "matmul")) TACO_DISPATCH(ctx, matmul, ctx, x, w, bias, y);
+}
+
+void matmuls(const ExecContext& ctx, const TensorView& x, std::span<const Projection> outs) {
+    for (const Projection& p : outs) {
+        TACO_CHECK_MSG(p.w != nullptr, "matmuls: a projection without a weight");
+        check_matmul(ctx, x, *p.w, p.bias, p.y);
+    }
+    if (!runs(ctx, "matmul")) return;
+#ifdef TACO_WITH_CUDA
+    if (ctx.device == Device::kCuda) return cuda::matmuls(ctx, x, outs);
+#endif
+    for (const Projection& p : outs) cpu::matmul(ctx, x, *p.w, p.bias, p.y);
 }
 
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/tensor.h"
 #include "kernels/exec_context.h"
@@ -28,6 +29,16 @@ namespace taco::ops {
 //   y: [M, N] act
 void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView& y);
+
+// Several projections of one x (q / k / v, gate / up): outs[i].y = x . outs[i].w^T (+ *outs[i].bias), each checked as
+// matmul and with exactly the bits of its own matmul call. On CUDA, decode shapes of one size class run as one
+// launch of the skinny kernel (kernels/cuda/skinny_gemm.h); otherwise, and on the CPU, one matmul after another.
+struct Projection {
+    const TensorView* w;
+    const TensorView* bias;  // or nullptr
+    TensorView y;
+};
+void matmuls(const ExecContext& ctx, const TensorView& x, std::span<const Projection> outs);
 
 // out[t, :] = table[ids[t], :].  ids: [T] i32; table: [V, H] float dtype; out: [T, H] act.
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out);

@@ -85,9 +85,11 @@ void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, in
     TensorView q = pass.alloc({t, c.num_attention_heads, c.head_dim});
     TensorView k = pass.alloc({t, c.num_key_value_heads, c.head_dim});
     TensorView v = pass.alloc({t, c.num_key_value_heads, c.head_dim});
-    ops::matmul(pass.ctx, x, w.q.weight, w.q.bias_or_null(), q.reshape({t, -1}));
-    ops::matmul(pass.ctx, x, w.k.weight, w.k.bias_or_null(), k.reshape({t, -1}));
-    ops::matmul(pass.ctx, x, w.v.weight, w.v.bias_or_null(), v.reshape({t, -1}));
+    // One launch on the GPU at decode shapes; the bits of three matmuls.
+    const ops::Projection qkv[] = {{&w.q.weight, w.q.bias_or_null(), q.reshape({t, -1})},
+                                   {&w.k.weight, w.k.bias_or_null(), k.reshape({t, -1})},
+                                   {&w.v.weight, w.v.bias_or_null(), v.reshape({t, -1})}};
+    ops::matmuls(pass.ctx, x, qkv);
     if (spec_.attention.qk_norm) {
         qk_norm(pass, w.q_norm, w.q_norm_bias, q);
         qk_norm(pass, w.k_norm, w.k_norm_bias, k);
@@ -123,8 +125,9 @@ void Decoder::mlp_block(const Pass& pass, const DecoderLayerWeights& w, const Te
         ops::matmul(pass.ctx, up, w.down.weight, w.down.bias_or_null(), out);
     } else {
         TensorView gate = pass.alloc({t, config_.intermediate_size});
-        ops::matmul(pass.ctx, x, w.gate.weight, w.gate.bias_or_null(), gate);
-        ops::matmul(pass.ctx, x, w.up.weight, w.up.bias_or_null(), up);
+        const ops::Projection gate_up[] = {{&w.gate.weight, w.gate.bias_or_null(), gate},
+                                           {&w.up.weight, w.up.bias_or_null(), up}};
+        ops::matmuls(pass.ctx, x, gate_up);
         ops::gated_activation(pass.ctx, gate, up, spec_.mlp.activation, gate);
         ops::matmul(pass.ctx, gate, w.down.weight, w.down.bias_or_null(), out);
     }

@@ -147,6 +147,48 @@ TEST_F(SkinnyGemm, MatmulTakesItForDecodeShapesAndCublasForTheRest) {
         }
 }
 
+// ops::matmuls (fused q / k / v and gate / up): one launch when the outputs are of one size class, and each output
+// with the bits of its own matmul call, in either case.
+TEST_F(SkinnyGemm, ProjectionsOfOneXHaveTheBitsOfSeparateMatmuls) {
+    std::mt19937 rng(29);
+    const std::vector<std::vector<int64_t>> groups = {{40, 24, 24}, {9000, 9000}, {40, 9000}, {8, 16, 24, 32}};
+    for (DType in : {DType::kBF16, DType::kF16}) {
+        for (int64_t m : {1, 7, 16}) {
+            for (const std::vector<int64_t>& sizes : groups) {
+                SCOPED_TRACE(std::string(dtype_name(in)) + " m " + std::to_string(m) + " outputs " +
+                             std::to_string(sizes.size()) + " first n " + std::to_string(sizes[0]));
+                const int64_t k = 264;
+                Tensor x = to_device(random_host(m, k, in, rng));
+                std::vector<Tensor> ws, biases, separate, grouped;
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    ws.push_back(to_device(random_host(sizes[i], k, in, rng)));
+                    biases.push_back(i % 2 == 0 ? to_device(random_host(1, sizes[i], DType::kF32, rng)) : Tensor());
+                    separate.push_back(Tensor::empty({m, sizes[i]}, in, Device::kCuda));
+                    grouped.push_back(Tensor::empty({m, sizes[i]}, in, Device::kCuda));
+                }
+                std::vector<TensorView> bias_views;  // [n] views of the [1, n] biases (every other output has one)
+                for (size_t i = 0; i < sizes.size(); ++i)
+                    bias_views.push_back(biases[i].defined() ? biases[i].view().reshape({sizes[i]}) : TensorView());
+                std::vector<ops::Projection> projections;
+                std::vector<cuda::SkinnyOutput> outs;
+                for (size_t i = 0; i < sizes.size(); ++i) {
+                    const TensorView* bias = biases[i].defined() ? &bias_views[i] : nullptr;
+                    ops::matmul(ctx_, x.view(), ws[i].view(), bias, separate[i].view());
+                    projections.push_back({&ws[i].view(), bias, grouped[i].view()});
+                    outs.push_back({ws[i].view().data, nullptr, grouped[i].view().data, sizes[i]});
+                }
+                ops::matmuls(ctx_, x.view(), projections);
+                stream_->synchronize();
+                const bool one_class = sizes[0] != 40 || sizes.size() != 2;
+                EXPECT_EQ(cuda::skinny_gemm_group_applies(m, k, in, in, x.view().data, outs.data(), int(outs.size())),
+                          one_class && sizes.size() <= size_t(cuda::kSkinnyMaxOutputs));
+                for (size_t i = 0; i < sizes.size(); ++i)
+                    EXPECT_EQ(bytes_of(separate[i].view()), bytes_of(grouped[i].view())) << "output " << i;
+            }
+        }
+    }
+}
+
 TEST_F(SkinnyGemm, RefusesAProductItDoesNotTake) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     Tensor x = Tensor::empty({20, 16}, DType::kBF16, Device::kCuda),

@@ -13,6 +13,7 @@ namespace taco::cuda {
 
 void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView& y);
+void matmuls(const ExecContext& ctx, const TensorView& x, std::span<const ops::Projection> outs);
 void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& table, const TensorView& out);
 void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView& indices, const TensorView& out);
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst);

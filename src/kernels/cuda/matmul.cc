@@ -58,4 +58,22 @@ void matmul(const ExecContext& ctx, const TensorView& x, const TensorView& w, co
     if (bias != nullptr && !plan.bias_in_epilogue()) add_bias_rows(y.data, y.dtype, bias_data, m, n, ctx.stream);
 }
 
+void matmuls(const ExecContext& ctx, const TensorView& x, std::span<const ops::Projection> outs) {
+    const int64_t m = x.shape[0], k = x.shape[1];
+    SkinnyOutput skinny[kSkinnyMaxOutputs];
+    const int count = int(outs.size());
+    bool one_launch = count >= 1 && count <= kSkinnyMaxOutputs && m > 0;
+    for (int i = 0; one_launch && i < count; ++i) {
+        const ops::Projection& p = outs[size_t(i)];
+        one_launch = p.w->dtype == x.dtype && p.y.dtype == outs[0].y.dtype && p.w->shape[0] > 0;
+        skinny[i] = {p.w->data, p.bias != nullptr ? static_cast<const float*>(p.bias->data) : nullptr, p.y.data,
+                     p.w->shape[0]};
+    }
+    if (one_launch && skinny_gemm_group_applies(m, k, x.dtype, outs[0].y.dtype, x.data, skinny, count)) {
+        skinny_gemm_group(x.data, skinny, count, m, k, x.dtype, outs[0].y.dtype, ctx.stream);
+        return;
+    }
+    for (const ops::Projection& p : outs) matmul(ctx, x, *p.w, p.bias, p.y);
+}
+
 }  // namespace taco::cuda

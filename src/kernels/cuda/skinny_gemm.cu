@@ -52,13 +52,26 @@ __device__ __forceinline__ void mma_16816<__half>(float (&c)[4], uint32_t a0, ui
 __device__ __forceinline__ uint4 load_weights(const void* p) { return __ldcs(static_cast<const uint4*>(p)); }
 
 // kUpperRows: M > 8, so x's rows 8..15 (the A fragment's a1, a3) are loaded too; otherwise they are zeros.
+// The outputs of one launch: output i takes blocks [block_end[i - 1], block_end[i]).
+struct Outputs {
+    SkinnyOutput out[kSkinnyMaxOutputs];
+    int64_t block_end[kSkinnyMaxOutputs];
+    int count;
+};
+
 template <class T, class OutT, int kWarps, bool kUpperRows>
 __global__ void __launch_bounds__(kWarps* kWarpSize)
-    skinny_gemm_kernel(const T* __restrict__ x, const T* __restrict__ w, const float* __restrict__ bias,
-                       OutT* __restrict__ y, int m, int64_t n, int64_t k) {
+    skinny_gemm_kernel(const T* __restrict__ x, const Outputs outs, int m, int64_t k) {
     const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
     const int g = lane / 4, t = lane % 4;
-    const int64_t n0 = int64_t(blockIdx.x) * kRowsOfW;
+    int which = 0;
+    while (which + 1 < outs.count && int64_t(blockIdx.x) >= outs.block_end[which]) ++which;
+    const SkinnyOutput& out = outs.out[which];
+    const T* __restrict__ w = static_cast<const T*>(out.w);
+    const float* __restrict__ bias = out.bias;
+    OutT* __restrict__ y = static_cast<OutT*>(out.y);
+    const int64_t n = out.n;
+    const int64_t n0 = (int64_t(blockIdx.x) - (which > 0 ? outs.block_end[which - 1] : 0)) * kRowsOfW;
     const int64_t chunks = (k + kChunk - 1) / kChunk;
     const bool w_ok = n0 + g < n, x_ok = g < m, x_upper_ok = kUpperRows && g + 8 < m;
     const T* w_row = w + (w_ok ? n0 + g : 0) * k + t * kVector;
@@ -104,22 +117,22 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
     }
 }
 
+// Warps splitting K, chosen from the shape alone (the order of the sums may depend on N and K, never on M): a matrix
+// of few rows (o_proj, down_proj, the separate q / k / v) fills the GPU in one short wave of blocks, whose warps then
+// wait on their loads chunk after chunk; 16 warps put a block's whole K in flight in one or a few rounds. Many rows
+// (gate / up, the head) keep 4 warps and overlap one block's loads with another's.
+int warps_for(int64_t n) { return n <= 8192 ? 16 : 4; }
+
 template <class T, class OutT>
-void launch_typed(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                  cudaStream_t stream) {
-    const int64_t blocks = (n + kRowsOfW - 1) / kRowsOfW;
-    TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} rows of w are too many", n);
-    // Warps splitting K, chosen from the shape alone (the order of the sums may depend on N and K, never on M): a
-    // matrix of few rows (o_proj, down_proj, the separate q / k / v) fills the GPU in one short wave of blocks,
-    // whose warps then wait on their loads chunk after chunk; 16 warps put a block's whole K in flight in one or a
-    // few rounds. Many rows (gate / up, the head) keep 4 warps and overlap one block's loads with another's.
-    const bool few_rows = n <= 8192;
+void launch_typed(const void* x, const Outputs& outs, int64_t m, int64_t k, cudaStream_t stream) {
+    const int64_t blocks = outs.block_end[outs.count - 1];
+    TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} blocks of 8 rows of w are too many", blocks);
+    const bool few_rows = warps_for(outs.out[0].n) == 16;
     const auto kernel = few_rows
                             ? (m > 8 ? skinny_gemm_kernel<T, OutT, 16, true> : skinny_gemm_kernel<T, OutT, 16, false>)
                             : (m > 8 ? skinny_gemm_kernel<T, OutT, 4, true> : skinny_gemm_kernel<T, OutT, 4, false>);
-    const int threads = (few_rows ? 16 : 4) * kWarpSize;
-    kernel<<<unsigned(blocks), threads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w), bias,
-                                                     static_cast<OutT*>(y), int(m), n, k);
+    kernel<<<unsigned(blocks), warps_for(outs.out[0].n) * kWarpSize, 0, stream>>>(static_cast<const T*>(x), outs,
+                                                                                  int(m), k);
     TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
 }
 
@@ -134,19 +147,47 @@ bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType 
            n >= 1 && k >= kVector && k % kVector == 0 && aligned16(x) && aligned16(w);
 }
 
+bool skinny_gemm_group_applies(int64_t m, int64_t k, DType in_dtype, DType out_dtype, const void* x,
+                               const SkinnyOutput* outs, int count) {
+    if (count < 1 || count > kSkinnyMaxOutputs) return false;
+    for (int i = 0; i < count; ++i) {
+        if (!skinny_gemm_applies(m, outs[i].n, k, in_dtype, out_dtype, x, outs[i].w)) return false;
+        if (warps_for(outs[i].n) != warps_for(outs[0].n)) return false;  // one block size per launch
+    }
+    return true;
+}
+
+void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64_t m, int64_t k, DType in_dtype,
+                       DType out_dtype, void* stream) {
+    TACO_CHECK_MSG(skinny_gemm_group_applies(m, k, in_dtype, out_dtype, x, outs, count),
+                   "skinny_gemm: {} products of [{}, {}] x in {} -> {} are not one skinny launch (1 to {} outputs of "
+                   "the same size class, M <= {}, f16/bf16, K a multiple of 8, 16-byte aligned operands)",
+                   count, m, k, dtype_name(in_dtype), dtype_name(out_dtype), kSkinnyMaxOutputs, kSkinnyMaxRows);
+    Outputs all{};
+    all.count = count;
+    int64_t blocks = 0;
+    for (int i = 0; i < count; ++i) {
+        all.out[i] = outs[i];
+        blocks += (outs[i].n + kRowsOfW - 1) / kRowsOfW;
+        all.block_end[i] = blocks;
+    }
+    const cudaStream_t s = as_stream(stream);
+    if (in_dtype == DType::kBF16) {
+        if (out_dtype == DType::kF32) return launch_typed<__nv_bfloat16, float>(x, all, m, k, s);
+        return launch_typed<__nv_bfloat16, __nv_bfloat16>(x, all, m, k, s);
+    }
+    if (out_dtype == DType::kF32) return launch_typed<__half, float>(x, all, m, k, s);
+    launch_typed<__half, __half>(x, all, m, k, s);
+}
+
 void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                  DType in_dtype, DType out_dtype, void* stream) {
     TACO_CHECK_MSG(skinny_gemm_applies(m, n, k, in_dtype, out_dtype, x, w),
                    "skinny_gemm: [{}, {}] x [{}, {}]^T in {} -> {} is not a skinny product (M <= {}, f16/bf16, K a "
                    "multiple of 8, 16-byte aligned operands)",
                    m, k, n, k, dtype_name(in_dtype), dtype_name(out_dtype), kSkinnyMaxRows);
-    const cudaStream_t s = as_stream(stream);
-    if (in_dtype == DType::kBF16) {
-        if (out_dtype == DType::kF32) return launch_typed<__nv_bfloat16, float>(x, w, bias, y, m, n, k, s);
-        return launch_typed<__nv_bfloat16, __nv_bfloat16>(x, w, bias, y, m, n, k, s);
-    }
-    if (out_dtype == DType::kF32) return launch_typed<__half, float>(x, w, bias, y, m, n, k, s);
-    launch_typed<__half, __half>(x, w, bias, y, m, n, k, s);
+    const SkinnyOutput out{w, bias, y, n};
+    skinny_gemm_group(x, &out, 1, m, k, in_dtype, out_dtype, stream);
 }
 
 }  // namespace taco::cuda

@@ -29,4 +29,19 @@ bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType 
 void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
                  DType in_dtype, DType out_dtype, void* stream);
 
+// Several products of the same x in one launch (fused q / k / v, gate / up): y_i [M, n_i] = x . w_i^T (+ bias_i),
+// each with the bits of its own skinny_gemm call. Up to kSkinnyMaxOutputs outputs, each one skinny_gemm_applies
+// to, all of one size class (the block size follows N: more than 8192 rows or not).
+constexpr int kSkinnyMaxOutputs = 4;
+struct SkinnyOutput {
+    const void* w;
+    const float* bias;  // or null
+    void* y;
+    int64_t n;
+};
+bool skinny_gemm_group_applies(int64_t m, int64_t k, DType in_dtype, DType out_dtype, const void* x,
+                               const SkinnyOutput* outs, int count);
+void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64_t m, int64_t k, DType in_dtype,
+                       DType out_dtype, void* stream);
+
 }  // namespace taco::cuda
