@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -119,6 +120,43 @@ TEST(DeviceFlagsCli, BenchWithDummyWeightsNeedsOnlyTheConfig) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("dummy weights without a checkpoint: weight traffic unknown"), std::string::npos) << r.out;
     expect_error(bench, "no model.safetensors");
+}
+
+// The chart beside the JSON, read back by Python's zlib (an independent reader: chunk CRCs, the zlib stream, the
+// scanlines' size).
+TEST(DeviceFlagsCli, BenchBatchPlotsDecodeTokensPerSecondBesideTheJson) {
+    const std::string json = ::testing::TempDir() + "/taco_bench_plot.json";
+    const std::string png = ::testing::TempDir() + "/taco_bench_plot.png";
+    std::remove(png.c_str());
+    const std::string bench = "bench batch " + golden_model_dir("llama") +
+                              " --device cpu --input-len 4 --output-len 2 --batch-sizes 1,2,4 --plot";
+    CommandResult r = run_taco(bench + " --output-json " + json);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("chart: " + png), std::string::npos) << r.out;
+    const std::string check =
+        "python3 -c \"import struct, sys, zlib\n"
+        "b = open(sys.argv[1], 'rb').read()\n"
+        "assert b[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+        "at, idat, size = 8, b'', None\n"
+        "while at < len(b):\n"
+        "    n, = struct.unpack('>I', b[at:at + 4]); kind = b[at + 4:at + 8]; data = b[at + 8:at + 8 + n]\n"
+        "    assert struct.unpack('>I', b[at + 8 + n:at + 12 + n])[0] == zlib.crc32(kind + data)\n"
+        "    if kind == b'IHDR': size = struct.unpack('>II', data[:8])\n"
+        "    if kind == b'IDAT': idat += data\n"
+        "    at += 12 + n\n"
+        "raw = zlib.decompress(idat)\n"
+        "assert len(raw) == (size[0] * 3 + 1) * size[1], len(raw)\n"
+        "print(size[0], size[1])\" " +
+        png;
+    FILE* pipe = popen(check.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    char line[64] = {};
+    const bool read = std::fgets(line, sizeof line, pipe) != nullptr;
+    EXPECT_EQ(pclose(pipe), 0);
+    ASSERT_TRUE(read);
+    EXPECT_EQ(std::string(line), "640 400\n");
+    expect_error("bench batch " + golden_model_dir("llama") + " --device cpu --batch-sizes 1 --plot",
+                 "--plot needs --output-json");
 }
 
 TEST(DeviceFlagsCli, BenchPrintsTheCostPerMillionOutputTokensForAnHourlyPrice) {

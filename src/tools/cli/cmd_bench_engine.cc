@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/bench_plot.h"
 #include "engine/offline_bench.h"
 #include "model/model_config.h"
 #include "tools/cli/command.h"
@@ -33,7 +35,15 @@ struct BenchEngineArgs {
     std::vector<int64_t> batch_sizes = {1, 2, 4, 8, 32, 64};
     std::string output_json;
     double gpu_hourly_cost = 0;  // dollars per hour of the machine; 0: no cost figure
+    bool plot = false;           // batch: a PNG of decode tok/s against batch size beside the JSON
 };
+
+// The PNG beside the JSON: its name with the extension replaced (FILE.json -> FILE.png).
+std::string plot_path_for(const std::string& json) {
+    std::filesystem::path p(json);
+    p.replace_extension(".png");
+    return p.string();
+}
 
 // Dollars per million output tokens at `hourly` dollars per hour of the machine: the brief's $/M-token figure.
 double usd_per_million_output_tokens(double hourly, double output_tokens_per_s) {
@@ -113,6 +123,8 @@ void run_bench_engine(BenchEngineArgs& args) {
     } else if (args.engine.load_format != LoadFormat::kDummy) {
         fail(counted.status().message());
     }
+    if (args.plot && args.output_json.empty())
+        fail("--plot needs --output-json FILE.json (the chart is written beside it, as FILE.png)");
     if (args.workload == Workload::kBatch) {
         int64_t largest = 1;
         for (int64_t b : args.batch_sizes) largest = std::max(largest, b);
@@ -174,6 +186,16 @@ void run_bench_engine(BenchEngineArgs& args) {
         file << out.dump(2) << "\n";
         if (!file) fail(fmt::format("--output-json {}: cannot write the file", args.output_json));
     }
+    if (args.plot) {
+        std::vector<BatchPoint> points;
+        for (const nlohmann::json& run : out["runs"])
+            points.push_back({double(run["batch_size"].get<int64_t>()), run["decode_tokens_per_s"].get<double>()});
+        const std::string path = plot_path_for(args.output_json);
+        std::ofstream png(path, std::ios::binary);
+        png << batch_chart_png(points);
+        if (!png) fail(fmt::format("--plot: cannot write {}", path));
+        std::printf("chart: %s\n", path.c_str());
+    }
 }
 
 void add_workload(CLI::App* bench, Workload workload, const char* help, int64_t input_len, int64_t output_len) {
@@ -188,10 +210,21 @@ void add_workload(CLI::App* bench, Workload workload, const char* help, int64_t 
         ->capture_default_str();
     if (workload == Workload::kLatency)
         sub->add_option("--num-iters", args->num_iters, "Measured runs after one warm-up")->capture_default_str();
-    if (workload == Workload::kBatch)
+    if (workload == Workload::kBatch) {
         sub->add_option("--batch-sizes", args->batch_sizes, "Requests at once, one run each")
             ->delimiter(',')
+            ->check(CLI::Validator(
+                [](const std::string& text) -> std::string {
+                    char* end = nullptr;
+                    const long long v = std::strtoll(text.c_str(), &end, 10);
+                    return end != text.c_str() && *end == '\0' && v > 0 ? ""
+                                                                        : "each must be a positive count, got " + text;
+                },
+                "N,N,..."))
             ->capture_default_str();
+        sub->add_flag("--plot", args->plot,
+                      "Also draw decode tok/s against batch size as a PNG beside --output-json (FILE.png)");
+    }
     if (workload == Workload::kThroughput)
         sub->add_option("--num-prompts", args->num_prompts, "Requests, all submitted at once")->capture_default_str();
     sub->add_option("--output-json", args->output_json, "Also write the figures to this JSON file");
