@@ -109,10 +109,15 @@ void ApiServer::shutdown(double timeout_s) {
 }
 
 bool ApiServer::authorized(const HttpRequest& request) const {
-    // Constant time in the key: every byte is compared whatever the first difference.
-    const std::string expected = "Bearer " + options_.api_key;
-    const std::string got = request.header("authorization");
-    unsigned diff = unsigned(got.size() != expected.size());
+    // "<scheme> <key>" with the scheme "Bearer" in any case (vLLM, RFC 7235); constant time in the key: every byte
+    // is compared whatever the first difference.
+    const std::string header = request.header("authorization");
+    const size_t space = header.find(' ');
+    std::string scheme = header.substr(0, space);
+    for (char& c : scheme) c = char(std::tolower(uint8_t(c)));
+    const std::string got = space == std::string::npos ? "" : header.substr(space + 1);
+    const std::string& expected = options_.api_key;
+    unsigned diff = unsigned(scheme != "bearer") | unsigned(got.size() != expected.size());
     for (size_t i = 0; i < expected.size(); ++i)
         diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < got.size() ? got[i] : 0));
     return diff == 0;
@@ -121,7 +126,10 @@ bool ApiServer::authorized(const HttpRequest& request) const {
 HandlerResult ApiServer::handle(const HttpRequest& request) {
     const std::string path = request.target.substr(0, request.target.find('?'));
     if (options_.log_requests && request.method == "POST") log_info("server: {} {}", request.method, path);
-    if (!options_.api_key.empty() && path != "/health" && path != "/metrics" && !authorized(request))
+    // As vLLM: the key guards the OpenAI routes (/v1/...); health, metrics, tokenize and the SageMaker routes are
+    // open.
+    const bool guarded = path == "/v1" || path.rfind("/v1/", 0) == 0;
+    if (!options_.api_key.empty() && guarded && !authorized(request))
         return error_reply(
             {401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "", "AuthenticationError"});
     auto route = [&](const char* method) -> std::optional<HandlerResult> {
@@ -143,7 +151,17 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     if (path == "/tokenize") return on("POST", [&] { return tokenize(request); });
     if (path == "/detokenize") return on("POST", [&] { return detokenize(request); });
     if (path == "/v1/models") return on("GET", [&] { return models(); });
+    if (path.rfind("/v1/models/", 0) == 0) return on("GET", [&] { return model(path.substr(11)); });
     if (path == "/health") return HandlerResult{Reply{200, "text/plain", "", {}}, nullptr};
+    // SageMaker's health check, GET or POST: 200 with no body while the server runs.
+    if (path == "/ping") {
+        if (request.method != "GET" && request.method != "POST")
+            return error_reply(
+                {405, fmt::format("/ping needs GET or POST, got {}", request.method), "", "MethodNotAllowed"});
+        return HandlerResult{Reply{200, "text/plain", "", {}}, nullptr};
+    }
+    // vLLM's load report: the requests in flight.
+    if (path == "/load") return on("GET", [&] { return json_reply({{"server_load", in_flight_.load()}}); });
     if (path == "/version") return json_reply({{"version", kVersion}});
     if (path == "/metrics") {
         std::string text = metrics_.render(engine_->stats(), options_.served_model_names.at(0));
@@ -246,19 +264,48 @@ HandlerResult ApiServer::detokenize(const HttpRequest& request) {
     return json_reply({{"prompt", tokenizer->decode(ids, false)}});
 }
 
+json ApiServer::model_card(const std::string& name) const {
+    return {{"id", name},
+            {"object", "model"},
+            {"created", created_},
+            {"owned_by", "taco-llm"},
+            {"root", options_.model_dir},
+            {"parent", nullptr},
+            {"max_model_len", engine_->max_model_len()},
+            {"permission", json::array()}};
+}
+
 HandlerResult ApiServer::models() const {
     json data = json::array();
-    for (const std::string& name : options_.served_model_names) {
-        data.push_back({{"id", name},
-                        {"object", "model"},
-                        {"created", created_},
-                        {"owned_by", "taco-llm"},
-                        {"root", options_.model_dir},
-                        {"parent", nullptr},
-                        {"max_model_len", engine_->max_model_len()},
-                        {"permission", json::array()}});
-    }
+    for (const std::string& name : options_.served_model_names) data.push_back(model_card(name));
     return json_reply({{"object", "list"}, {"data", data}});
+}
+
+namespace {
+
+// A path segment with its %XX escapes decoded (clients encode the '/' of "org/name" ids); a malformed escape is kept
+// as it is, and then matches no model.
+std::string percent_decoded(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(uint8_t(s[i + 1])) && std::isxdigit(uint8_t(s[i + 2]))) {
+            out.push_back(char(std::stoi(s.substr(i + 1, 2), nullptr, 16)));
+            i += 2;
+        } else {
+            out.push_back(s[i]);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// GET /v1/models/{id} (the OpenAI client's models.retrieve): one served name's card, or 404 naming it.
+HandlerResult ApiServer::model(const std::string& encoded_id) const {
+    const std::string id = percent_decoded(encoded_id);
+    for (const std::string& name : options_.served_model_names)
+        if (name == id) return json_reply(model_card(name));
+    return error_reply({404, fmt::format("The model `{}` does not exist.", id), "model", "NotFoundError"});
 }
 
 }  // namespace taco::server

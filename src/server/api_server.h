@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -51,6 +53,8 @@ private:
     HandlerResult tokenize(const HttpRequest& request);
     HandlerResult detokenize(const HttpRequest& request);
     HandlerResult models() const;
+    HandlerResult model(const std::string& encoded_id) const;
+    nlohmann::json model_card(const std::string& name) const;
     bool authorized(const HttpRequest& request) const;
 
     Engine* engine_ = nullptr;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "test_client.h"
@@ -24,17 +25,56 @@ void expect_error(const HttpResult& r, int status, const std::string& needle, co
     }
 }
 
-TEST(ServerErrors, ApiKeyGuardsEveryRouteButHealthAndMetrics) {
+// As vLLM: the key guards /v1/... only, and the scheme "Bearer" is matched in any case.
+TEST(ServerErrors, ApiKeyGuardsTheOpenAiRoutes) {
     ApiServerOptions options;
     options.api_key = "sekret";
     TestServer s("tests/data/models/llama", options);
     expect_error(http_call(s.port, "GET", "/v1/models", ""), 401, "Authorization");
     expect_error(http_call(s.port, "GET", "/v1/models", "", "wrong"), 401, "Authorization");
+    expect_error(http_call(s.port, "GET", "/v1/models/test-model", ""), 401, "Authorization");
     expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}}, "sekre"), 401, "Authorization");
     EXPECT_EQ(http_call(s.port, "GET", "/v1/models", "", "sekret").status, 200);
     EXPECT_EQ(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 1}}, "sekret").status, 200);
+    for (const char* scheme : {"bearer", "BEARER", "Bearer"}) {
+        const std::string request = fmt::format(
+            "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: {} sekret\r\nConnection: close\r\n\r\n", scheme);
+        EXPECT_EQ(first_status(raw_exchange(s.port, request)), 200) << scheme;
+    }
+    const std::string basic =
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Basic sekret\r\nConnection: close\r\n\r\n";
+    EXPECT_EQ(first_status(raw_exchange(s.port, basic)), 401);
     EXPECT_EQ(http_call(s.port, "GET", "/health", "").status, 200);
     EXPECT_EQ(http_call(s.port, "GET", "/metrics", "").status, 200);
+    EXPECT_EQ(http_call(s.port, "GET", "/ping", "").status, 200);
+    EXPECT_EQ(http_call(s.port, "GET", "/load", "").status, 200);
+    EXPECT_EQ(post(s.port, "/tokenize", {{"prompt", "hi"}}).status, 400);  // not 401: this model has no tokenizer
+}
+
+// vLLM's small routes: /ping (SageMaker, GET or POST), /load (requests in flight) and /v1/models/{id} (the OpenAI
+// client's models.retrieve, the id percent-decoded), with 404 for a name the server does not serve.
+TEST(ServerErrors, PingLoadAndOneModelAnswerAsVllm) {
+    ApiServerOptions options;
+    options.served_model_names = {"org/name", "alias"};
+    TestServer s("tests/data/models/llama", options);
+    const HttpResult ping = http_call(s.port, "GET", "/ping", "");
+    EXPECT_EQ(ping.status, 200);
+    EXPECT_TRUE(ping.body.empty()) << ping.body;
+    EXPECT_EQ(http_call(s.port, "POST", "/ping", "").status, 200);
+    EXPECT_EQ(http_call(s.port, "DELETE", "/ping", "").status, 405);
+    const HttpResult load = http_call(s.port, "GET", "/load", "");
+    ASSERT_EQ(load.status, 200);
+    EXPECT_EQ(json::parse(load.body), json({{"server_load", 0}}));
+    EXPECT_EQ(http_call(s.port, "POST", "/load", "{}").status, 405);
+    for (const char* path : {"/v1/models/org%2Fname", "/v1/models/org/name", "/v1/models/alias"}) {
+        const HttpResult r = http_call(s.port, "GET", path, "");
+        ASSERT_EQ(r.status, 200) << path << ": " << r.body;
+        const json card = json::parse(r.body);
+        EXPECT_EQ(card["object"], "model") << path;
+        EXPECT_EQ(card["id"], std::string(path).find("alias") != std::string::npos ? "alias" : "org/name") << path;
+    }
+    expect_error(http_call(s.port, "GET", "/v1/models/gpt-4", ""), 404, "gpt-4", "model");
+    expect_error(http_call(s.port, "GET", "/v1/models/%zz", ""), 404, "%zz", "model");
 }
 
 TEST(ServerErrors, BadRequestsGetClearErrorsWhileAnotherClientStreams) {

@@ -26,12 +26,6 @@ size_t count(const std::string& text, const std::string& needle) {
     return n;
 }
 
-// The status of the first response in raw bytes, 0 when there is none.
-int first_status(const std::string& raw) {
-    if (raw.rfind("HTTP/1.1 ", 0) != 0 || raw.size() < 12) return 0;
-    return std::stoi(raw.substr(9, 3));
-}
-
 std::string chunked_post(const std::string& target, const std::string& after_body, const std::string& extra = "") {
     const std::string body = R"({"prompt":[1,2],"max_tokens":1})";
     return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +

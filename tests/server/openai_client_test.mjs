@@ -98,6 +98,10 @@ try {
   const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
   const models = await client.models.list();
   assert.equal(models.data[0].id, 'demo');
+  const model = await client.models.retrieve('demo');
+  assert.equal(model.id, 'demo');
+  assert.equal(model.object, 'model');
+  await assert.rejects(client.models.retrieve('no-such-model'), (e) => e instanceof OpenAI.NotFoundError);
 
   const completion = await client.completions.create({ model: 'demo', prompt: 'Once upon a time', max_tokens: 5,
     temperature: 0.8, logprobs: 2, n: 2, seed: 3 });

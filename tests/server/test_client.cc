@@ -106,6 +106,11 @@ HttpResult http_call(int port, const std::string& method, const std::string& tar
     return out;
 }
 
+int first_status(const std::string& raw) {
+    if (raw.rfind("HTTP/1.1 ", 0) != 0 || raw.size() < 12) return 0;
+    return std::stoi(raw.substr(9, 3));
+}
+
 std::string raw_exchange(int port, const std::string& bytes, int timeout_s, bool* closed) {
     net::io_context ioc;
     net::ip::tcp::socket socket(ioc);

@@ -64,6 +64,9 @@ private:
 // no well-behaved client would write: malformed framing, pipelined bytes, oversized fields.
 std::string raw_exchange(int port, const std::string& bytes, int timeout_s = 10, bool* closed = nullptr);
 
+// The status of the first response in raw bytes, 0 when there is none.
+int first_status(const std::string& raw);
+
 // A loopback port that nothing listens on (bound once, then closed again).
 int unused_loopback_port();
 
