@@ -150,6 +150,9 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     if (path == "/v1/chat/completions") return on("POST", [&] { return completions(request, Endpoint::kChat); });
     if (path == "/tokenize") return on("POST", [&] { return tokenize(request); });
     if (path == "/detokenize") return on("POST", [&] { return detokenize(request); });
+    // SageMaker's one inference route: a chat request when the body has "messages", a completion when it has
+    // "prompt" (vLLM tries the same two in that order).
+    if (path == "/invocations") return on("POST", [&] { return invocations(request); });
     if (path == "/v1/models") return on("GET", [&] { return models(); });
     if (path.rfind("/v1/models/", 0) == 0) return on("GET", [&] { return model(path.substr(11)); });
     if (path == "/health") return HandlerResult{Reply{200, "text/plain", "", {}}, nullptr};
@@ -203,6 +206,18 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     return HandlerResult{{},
                          std::make_shared<CompletionReply>(engine_, &metrics_, &in_flight_, std::move(*job),
                                                            std::move(streams), arrival)};
+}
+
+HandlerResult ApiServer::invocations(const HttpRequest& request) {
+    ApiError error;
+    auto body = parse_body(request, error);
+    if (!body) return error_reply(error);
+    if (body->is_object() && body->contains("messages")) return completions(request, Endpoint::kChat);
+    if (body->is_object() && body->contains("prompt")) return completions(request, Endpoint::kCompletion);
+    return error_reply({400,
+                        "/invocations takes a chat request (with \"messages\") or a completion request (with "
+                        "\"prompt\")",
+                        ""});
 }
 
 HandlerResult ApiServer::tokenize(const HttpRequest& request) {

@@ -52,6 +52,7 @@ private:
     HandlerResult completions(const HttpRequest& request, Endpoint endpoint);
     HandlerResult tokenize(const HttpRequest& request);
     HandlerResult detokenize(const HttpRequest& request);
+    HandlerResult invocations(const HttpRequest& request);
     HandlerResult models() const;
     HandlerResult model(const std::string& encoded_id) const;
     nlohmann::json model_card(const std::string& name) const;

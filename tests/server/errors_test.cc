@@ -51,9 +51,9 @@ TEST(ServerErrors, ApiKeyGuardsTheOpenAiRoutes) {
     EXPECT_EQ(post(s.port, "/tokenize", {{"prompt", "hi"}}).status, 400);  // not 401: this model has no tokenizer
 }
 
-// vLLM's small routes: /ping (SageMaker, GET or POST), /load (requests in flight) and /v1/models/{id} (the OpenAI
-// client's models.retrieve, the id percent-decoded), with 404 for a name the server does not serve.
-TEST(ServerErrors, PingLoadAndOneModelAnswerAsVllm) {
+// vLLM's small routes: /ping and /invocations (SageMaker), /load (requests in flight) and /v1/models/{id} (the
+// OpenAI client's models.retrieve, the id percent-decoded), with 404 for a name the server does not serve.
+TEST(ServerErrors, PingInvocationsLoadAndOneModelAnswerAsVllm) {
     ApiServerOptions options;
     options.served_model_names = {"org/name", "alias"};
     TestServer s("tests/data/models/llama", options);
@@ -73,6 +73,13 @@ TEST(ServerErrors, PingLoadAndOneModelAnswerAsVllm) {
         EXPECT_EQ(card["object"], "model") << path;
         EXPECT_EQ(card["id"], std::string(path).find("alias") != std::string::npos ? "alias" : "org/name") << path;
     }
+    // /invocations: chat for "messages", a completion for "prompt" (the same replies as /v1/...), else a 400.
+    const HttpResult completion = post(s.port, "/invocations", {{"prompt", {1, 2}}, {"max_tokens", 2}});
+    ASSERT_EQ(completion.status, 200) << completion.body;
+    EXPECT_EQ(json::parse(completion.body)["object"], "text_completion");
+    expect_error(post(s.port, "/invocations", {{"max_tokens", 2}}), 400, "\"messages\"");
+    expect_error(post(s.port, "/invocations", {{"prompt", {1, 2}}, {"max_tokens", -1}}), 400, "max_tokens");
+    EXPECT_EQ(http_call(s.port, "GET", "/invocations", "").status, 405);
     expect_error(http_call(s.port, "GET", "/v1/models/gpt-4", ""), 404, "gpt-4", "model");
     expect_error(http_call(s.port, "GET", "/v1/models/%zz", ""), 404, "%zz", "model");
 }
