@@ -109,18 +109,21 @@ void ApiServer::shutdown(double timeout_s) {
 }
 
 bool ApiServer::authorized(const HttpRequest& request) const {
-    // "<scheme> <key>" with the scheme "Bearer" in any case (vLLM, RFC 7235); constant time in the key: every byte
-    // is compared whatever the first difference.
+    // "<scheme> <key>" with the scheme "Bearer" in any case (vLLM, RFC 7235) and one of the keys; constant time in
+    // the keys: every byte of each is compared whatever the first difference.
     const std::string header = request.header("authorization");
     const size_t space = header.find(' ');
     std::string scheme = header.substr(0, space);
     for (char& c : scheme) c = char(std::tolower(uint8_t(c)));
     const std::string got = space == std::string::npos ? "" : header.substr(space + 1);
-    const std::string& expected = options_.api_key;
-    unsigned diff = unsigned(scheme != "bearer") | unsigned(got.size() != expected.size());
-    for (size_t i = 0; i < expected.size(); ++i)
-        diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < got.size() ? got[i] : 0));
-    return diff == 0;
+    bool match = false;
+    for (const std::string& expected : options_.api_keys) {
+        unsigned diff = unsigned(got.size() != expected.size());
+        for (size_t i = 0; i < expected.size(); ++i)
+            diff |= unsigned(uint8_t(expected[i]) ^ uint8_t(i < got.size() ? got[i] : 0));
+        match = match || diff == 0;
+    }
+    return scheme == "bearer" && match;
 }
 
 HandlerResult ApiServer::handle(const HttpRequest& request) {
@@ -129,7 +132,7 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     // As vLLM: the key guards the OpenAI routes (/v1/...); health, metrics, tokenize and the SageMaker routes are
     // open.
     const bool guarded = path == "/v1" || path.rfind("/v1/", 0) == 0;
-    if (!options_.api_key.empty() && guarded && !authorized(request))
+    if (!options_.api_keys.empty() && guarded && !authorized(request))
         return error_reply(
             {401, "Unauthorized: a valid 'Authorization: Bearer <key>' header is required", "", "AuthenticationError"});
     auto route = [&](const char* method) -> std::optional<HandlerResult> {

@@ -23,7 +23,7 @@ namespace taco::server {
 struct ApiServerOptions {
     std::string model_dir;                        // chat template and /v1/models' root
     std::vector<std::string> served_model_names;  // the first is reported; all are accepted in "model"
-    std::string api_key;                          // "" = no auth
+    std::vector<std::string> api_keys;            // any of them authorizes; none = no auth
     std::optional<std::string> chat_template;     // template source overriding the model's own
     std::string generation_config = "auto";       // vLLM's --generation-config: "auto", "vllm" or a folder
     int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503

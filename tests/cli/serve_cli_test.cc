@@ -38,6 +38,10 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     CommandResult r = run_taco("serve models/demo --port 0 --shutdown-timeout nan");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("--shutdown-timeout must be in [0, 86400]"), std::string::npos) << r.err;
+    // One of several keys empty: a bare "Bearer " would pass.
+    CommandResult empty_key = run_taco("serve models/demo --port 0 --api-key good ''");
+    EXPECT_EQ(empty_key.exit_code, 1);
+    EXPECT_NE(empty_key.err.find("--api-key: an empty key"), std::string::npos) << empty_key.err;
 }
 
 }  // namespace

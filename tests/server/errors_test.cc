@@ -28,8 +28,9 @@ void expect_error(const HttpResult& r, int status, const std::string& needle, co
 // As vLLM: the key guards /v1/... only, and the scheme "Bearer" is matched in any case.
 TEST(ServerErrors, ApiKeyGuardsTheOpenAiRoutes) {
     ApiServerOptions options;
-    options.api_key = "sekret";
+    options.api_keys = {"sekret", "other key"};
     TestServer s("tests/data/models/llama", options);
+    EXPECT_EQ(http_call(s.port, "GET", "/v1/models", "", "other key").status, 200);  // any of the keys
     expect_error(http_call(s.port, "GET", "/v1/models", ""), 401, "Authorization");
     expect_error(http_call(s.port, "GET", "/v1/models", "", "wrong"), 401, "Authorization");
     expect_error(http_call(s.port, "GET", "/v1/models/test-model", ""), 401, "Authorization");

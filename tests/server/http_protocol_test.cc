@@ -55,7 +55,7 @@ TEST(ServerHttp, ChunkedBodyWithAHugeTrailerFieldGets431AndTheServerLives) {
 
 TEST(ServerHttp, SmallTrailerIsAcceptedButNeverJoinsTheHeaders) {
     ApiServerOptions options;
-    options.api_key = "sekret";
+    options.api_keys = {"sekret"};
     TestServer s(kModel, options);
     // A trailer is read and dropped: an Authorization field in it authenticates nothing.
     const std::string raw = raw_exchange(

@@ -82,6 +82,8 @@ void run_serve(ServeArgs& args) {
     // Flags checked before any download or load: a server that starts must be able to serve.
     if (args.server.max_pending_requests < 1)
         fail(fmt::format("--max-pending-requests must be at least 1, got {}", args.server.max_pending_requests));
+    for (const std::string& key : args.server.api_keys)
+        if (key.empty()) fail("--api-key: an empty key would authorize a bare 'Bearer' header; give a non-empty key");
     if (!(args.shutdown_timeout_s >= 0 && args.shutdown_timeout_s <= 86400))
         fail(fmt::format("--shutdown-timeout must be in [0, 86400] seconds, got {}", args.shutdown_timeout_s));
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
@@ -97,9 +99,9 @@ void run_serve(ServeArgs& args) {
     options.log_requests = !args.disable_log_requests;
     options.generation_config = args.generation_config;
     options.http.num_threads = args.num_io_threads;
-    if (options.api_key.empty()) {
+    if (options.api_keys.empty()) {
         for (const char* name : {"VLLM_API_KEY", "TACO_LLM_API_KEY"})
-            if (const char* value = std::getenv(name); value && *value) options.api_key = value;
+            if (const char* value = std::getenv(name); value && *value) options.api_keys = {value};
     }
     if (!args.chat_template.empty()) {
         if (std::filesystem::is_regular_file(args.chat_template)) {
@@ -141,8 +143,9 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--model", args->model_flag, "Same as the positional MODEL");
     sub->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
     sub->add_option("--port", args->server.http.port, "Port to listen on (0: any free port)")->capture_default_str();
-    sub->add_option("--api-key", args->server.api_key,
-                    "Require 'Authorization: Bearer KEY' (default: $VLLM_API_KEY or $TACO_LLM_API_KEY)");
+    sub->add_option("--api-key", args->server.api_keys,
+                    "Require 'Authorization: Bearer KEY' on /v1/* for one of these keys (--api-key K1 K2 or the flag "
+                    "repeated; default: $VLLM_API_KEY or $TACO_LLM_API_KEY)");
     sub->add_option("--served-model-name", args->served_model_names,
                     "Model name(s) in the API; the first is reported (default: MODEL as given)");
     sub->add_option("--chat-template", args->chat_template, "Chat template: a file, or the template itself");
