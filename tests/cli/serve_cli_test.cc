@@ -39,9 +39,16 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("--shutdown-timeout must be in [0, 86400]"), std::string::npos) << r.err;
     // One of several keys empty: a bare "Bearer " would pass.
-    CommandResult empty_key = run_taco("serve models/demo --port 0 --api-key good ''");
+    CommandResult empty_key = run_taco("serve models/demo --port 0 --api-key good --api-key ''");
     EXPECT_EQ(empty_key.exit_code, 1);
     EXPECT_NE(empty_key.err.find("--api-key: an empty key"), std::string::npos) << empty_key.err;
+    // One key per flag: a second word is an error naming it, never a second key or a swallowed model argument.
+    CommandResult two_words = run_taco("serve models/demo --port 0 --api-key good other");
+    EXPECT_NE(two_words.exit_code, 0);
+    EXPECT_NE(two_words.err.find("other"), std::string::npos) << two_words.err;
+    CommandResult key_first = run_taco("serve --api-key good /nonexistent/model/folder");
+    EXPECT_EQ(key_first.exit_code, 1);
+    EXPECT_NE(key_first.err.find("/nonexistent/model/folder"), std::string::npos) << key_first.err;
 }
 
 }  // namespace

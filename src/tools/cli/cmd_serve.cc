@@ -143,9 +143,11 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--model", args->model_flag, "Same as the positional MODEL");
     sub->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
     sub->add_option("--port", args->server.http.port, "Port to listen on (0: any free port)")->capture_default_str();
+    // One key per flag, repeated for several: a list after one flag would swallow a model named after it.
     sub->add_option("--api-key", args->server.api_keys,
-                    "Require 'Authorization: Bearer KEY' on /v1/* for one of these keys (--api-key K1 K2 or the flag "
-                    "repeated; default: $VLLM_API_KEY or $TACO_LLM_API_KEY)");
+                    "Require 'Authorization: Bearer KEY' on /v1/*; repeat the flag for several keys, any of which "
+                    "authorizes (default: $VLLM_API_KEY or $TACO_LLM_API_KEY)")
+        ->allow_extra_args(false);
     sub->add_option("--served-model-name", args->served_model_names,
                     "Model name(s) in the API; the first is reported (default: MODEL as given)");
     sub->add_option("--chat-template", args->chat_template, "Chat template: a file, or the template itself");
