@@ -24,31 +24,26 @@ TEST(ServeCli, MissingModelFolderIsAnError) {
     EXPECT_NE(r.err.find("/nonexistent/model/folder"), std::string::npos) << r.err;
 }
 
+// `serve ARGS` exits non-zero before serving, saying `message` on stderr.
+void expect_refused(const std::string& args, const std::string& message) {
+    CommandResult r = run_taco("serve " + args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+}
+
 TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
-    for (const char* value : {"nan", "inf", "-1"}) {
-        CommandResult r = run_taco(std::string("serve models/demo --port 0 --kv-cache-gb ") + value);
-        EXPECT_EQ(r.exit_code, 1) << value;
-        EXPECT_NE(r.err.find("--kv-cache-gb must be a non-negative number"), std::string::npos) << value << r.err;
-    }
-    for (const char* value : {"0", "-3"}) {
-        CommandResult r = run_taco(std::string("serve models/demo --port 0 --max-pending-requests ") + value);
-        EXPECT_EQ(r.exit_code, 1) << value;
-        EXPECT_NE(r.err.find("--max-pending-requests must be at least 1"), std::string::npos) << value << r.err;
-    }
-    CommandResult r = run_taco("serve models/demo --port 0 --shutdown-timeout nan");
-    EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("--shutdown-timeout must be in [0, 86400]"), std::string::npos) << r.err;
+    for (const char* value : {"nan", "inf", "-1"})
+        expect_refused(std::string("models/demo --port 0 --kv-cache-gb ") + value,
+                       "--kv-cache-gb must be a non-negative number");
+    for (const char* value : {"0", "-3"})
+        expect_refused(std::string("models/demo --port 0 --max-pending-requests ") + value,
+                       "--max-pending-requests must be at least 1");
+    expect_refused("models/demo --port 0 --shutdown-timeout nan", "--shutdown-timeout must be in [0, 86400]");
     // One of several keys empty: a bare "Bearer " would pass.
-    CommandResult empty_key = run_taco("serve models/demo --port 0 --api-key good --api-key ''");
-    EXPECT_EQ(empty_key.exit_code, 1);
-    EXPECT_NE(empty_key.err.find("--api-key: an empty key"), std::string::npos) << empty_key.err;
+    expect_refused("models/demo --port 0 --api-key good --api-key ''", "--api-key: an empty key");
     // One key per flag: a second word is an error naming it, never a second key or a swallowed model argument.
-    CommandResult two_words = run_taco("serve models/demo --port 0 --api-key good other");
-    EXPECT_NE(two_words.exit_code, 0);
-    EXPECT_NE(two_words.err.find("other"), std::string::npos) << two_words.err;
-    CommandResult key_first = run_taco("serve --api-key good /nonexistent/model/folder");
-    EXPECT_EQ(key_first.exit_code, 1);
-    EXPECT_NE(key_first.err.find("/nonexistent/model/folder"), std::string::npos) << key_first.err;
+    expect_refused("models/demo --port 0 --api-key good other", "other");
+    expect_refused("--api-key good /nonexistent/model/folder", "/nonexistent/model/folder");
 }
 
 }  // namespace
