@@ -1,25 +1,13 @@
 #include "io/png_writer.h"
 
 #include <algorithm>
-#include <array>
+#include <span>
 
 #include "core/check.h"
+#include "io/zip_reader.h"
 
 namespace taco::io {
 namespace {
-
-const std::array<uint32_t, 256>& crc_table() {
-    static const std::array<uint32_t, 256> table = [] {
-        std::array<uint32_t, 256> t{};
-        for (uint32_t n = 0; n < 256; ++n) {
-            uint32_t c = n;
-            for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            t[n] = c;
-        }
-        return t;
-    }();
-    return table;
-}
 
 void put_u32_be(std::string& out, uint32_t v) {
     for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
@@ -31,7 +19,7 @@ void put_chunk(std::string& out, const char* type, const std::string& data) {
     std::string body(type, 4);
     body += data;
     out += body;
-    put_u32_be(out, crc32_of(reinterpret_cast<const uint8_t*>(body.data()), body.size()));
+    put_u32_be(out, crc32(std::span(reinterpret_cast<const uint8_t*>(body.data()), body.size())));
 }
 
 }  // namespace
@@ -52,12 +40,6 @@ void RgbImage::set(int x, int y, uint32_t rgb) {
 uint32_t RgbImage::at(int x, int y) const {
     const uint8_t* p = &pixels[(size_t(y) * size_t(width) + size_t(x)) * 3];
     return uint32_t(p[0]) << 16 | uint32_t(p[1]) << 8 | p[2];
-}
-
-uint32_t crc32_of(const uint8_t* data, size_t size, uint32_t crc) {
-    crc = ~crc;
-    for (size_t i = 0; i < size; ++i) crc = crc_table()[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
-    return ~crc;
 }
 
 uint32_t adler32_of(const uint8_t* data, size_t size) {

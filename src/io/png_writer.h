@@ -23,8 +23,7 @@ struct RgbImage {
 // The PNG file's bytes.
 std::string encode_png(const RgbImage& image);
 
-// CRC-32 (ISO 3309, as PNG and zlib use it) and Adler-32 of `data`: exposed for the tests.
-uint32_t crc32_of(const uint8_t* data, size_t size, uint32_t crc = 0);
+// Adler-32 of `data` (zlib's checksum; the chunks' CRC-32 is io/zip_reader.h's crc32): exposed for the tests.
 uint32_t adler32_of(const uint8_t* data, size_t size);
 
 }  // namespace taco::io
