@@ -110,6 +110,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     const size_t partial_bytes =
         size_t(num_tokens) * size_t(num_heads) * size_t(p.num_partitions) * size_t(head_dim + 2) * sizeof(float);
     const bool fits = partials.defined() && partial_bytes <= partials.nbytes() && p.num_partitions <= kMaxGridYz;
+    const int sms = multiprocessor_count();  // once per launch: the split choice and the split grid
     bool split_kv = false;
     switch (split) {
         case SplitKv::kNever: break;
@@ -121,7 +122,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
             break;
         case SplitKv::kAuto:
             // Split when the rows alone leave most of the GPU idle and there is more than one partition to share.
-            split_kv = fits && p.num_partitions > 1 && int64_t(grid_x) * grid_y < 2 * int64_t(multiprocessor_count());
+            split_kv = fits && p.num_partitions > 1 && int64_t(grid_x) * grid_y < 2 * int64_t(sms);
             break;
     }
     p.act = act;
@@ -134,7 +135,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
         // under CUDA graphs max_seq_len is the whole capacity, whose thousands of mostly empty partitions would
         // otherwise each cost a CTA.
         const int64_t ctas = int64_t(grid_x) * grid_y;
-        const int64_t fill = (2 * int64_t(multiprocessor_count()) + ctas - 1) / ctas;
+        const int64_t fill = (2 * int64_t(sms) + ctas - 1) / ctas;
         p.partials = static_cast<float*>(partials.data);
         p.grid_z = unsigned(std::clamp<int64_t>(fill, 1, p.num_partitions));
     }

@@ -102,18 +102,8 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
             const int keys_end = min(key_end, (z + 1) * kPartitionKeys);
             for (int tile = keys_begin / kTileKeys * kTileKeys; tile < keys_end; tile += kTileKeys) {
                 __syncthreads();  // the previous tile is read by every warp
-                if (threadIdx.x < kTileKeys) {
-                    const int j = tile + int(threadIdx.x);
-                    int64_t offset = kNoKey;
-                    if (j < keys_end) {
-                        const int block = table[j / p.block_size];
-                        offset =
-                            block < 0 || block >= p.num_blocks
-                                ? kBadBlock
-                                : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) * D;
-                    }
-                    key_offset[threadIdx.x] = offset;
-                }
+                if (threadIdx.x < kTileKeys)
+                    key_offset[threadIdx.x] = key_row_offset(p, table, tile + int(threadIdx.x), keys_end, kv_head, D);
                 __syncthreads();
                 for (int e = int(threadIdx.x); e < kTileKeys * D; e += int(blockDim.x)) {
                     const int i = e / D, d = e % D;
@@ -277,6 +267,17 @@ void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     check_launch("merge_partitions_kernel");
 }
 
+// f16 / bf16 queries: either kernel, then the merge of split partitions.
+template <class QT>
+void launch_half(const AttentionLaunch& p, dim3 grid, cudaStream_t stream) {
+    if (p.tensor_cores) {
+        launch_paged_attention_mma(p, stream);
+    } else {
+        launch_for_cache<QT>(p, p.cache, grid, p.threads, p.smem_bytes, stream);
+    }
+    launch_merge<QT>(p, stream);
+}
+
 }  // namespace
 
 void launch_paged_attention(const AttentionLaunch& p, void* stream) {
@@ -289,22 +290,8 @@ void launch_paged_attention(const AttentionLaunch& p, void* stream) {
             launch_for_cache<float>(p, p.cache, grid, p.threads, p.smem_bytes, s);
             launch_merge<float>(p, s);
             return;
-        case DType::kF16:
-            if (p.tensor_cores) {
-                launch_paged_attention_mma(p, s);
-            } else {
-                launch_for_cache<__half>(p, p.cache, grid, p.threads, p.smem_bytes, s);
-            }
-            launch_merge<__half>(p, s);
-            return;
-        case DType::kBF16:
-            if (p.tensor_cores) {
-                launch_paged_attention_mma(p, s);
-            } else {
-                launch_for_cache<__nv_bfloat16>(p, p.cache, grid, p.threads, p.smem_bytes, s);
-            }
-            launch_merge<__nv_bfloat16>(p, s);
-            return;
+        case DType::kF16: launch_half<__half>(p, grid, s); return;
+        case DType::kBF16: launch_half<__nv_bfloat16>(p, grid, s); return;
         default: TACO_CHECK_MSG(false, "paged_attention on CUDA: {} activations", dtype_name(p.act));
     }
 }

@@ -97,6 +97,16 @@ __device__ __forceinline__ float merged_value(float O, float a, float o, float b
 constexpr int64_t kNoKey = -1;
 constexpr int64_t kBadBlock = -2;
 
+// Key position j's entry in key_offset for a tile of a sequence (block table `table`) whose keys end at keys_end:
+// the element offset of its (slot, kv head) row of D elements in the cache, or one of the two above.
+__device__ __forceinline__ int64_t key_row_offset(const AttentionLaunch& p, const int32_t* table, int j, int keys_end,
+                                                  int kv_head, int D) {
+    if (j >= keys_end) return kNoKey;
+    const int block = table[j / p.block_size];
+    if (block < 0 || block >= p.num_blocks) return kBadBlock;
+    return ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) * D;
+}
+
 // Split-KV: the CTAs of one (token tile, head chunk) share its partitions z in a stride of gridDim.z (the grid is
 // sized to fill the GPU, not to the partitions of max_seq_len, which under CUDA graphs is the whole capacity): the
 // CTA's first partition at or after z_lo, and the stride in `step`.

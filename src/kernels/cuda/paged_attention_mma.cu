@@ -29,6 +29,7 @@
 
 #include "core/check.h"
 #include "kernels/cuda/kernel_common.cuh"
+#include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
 
@@ -50,38 +51,6 @@ constexpr int kRowStride = D + 8;
 template <int D>
 constexpr size_t kSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
                               size_t(kWarps) * (D / 8 * 4) * 32 * 4;
-
-template <class T>
-struct Mma;
-template <>
-struct Mma<__nv_bfloat16> {
-    // c += a (16x16, row-major fragment) * b (16x8, column-major fragment), fp32 accumulation.
-    static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&v);
-    }
-};
-template <>
-struct Mma<__half> {
-    static __device__ __forceinline__ void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        const __half2 v = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<const uint32_t*>(&v);
-    }
-};
 
 __device__ __forceinline__ uint32_t smem_addr(const void* ptr) { return uint32_t(__cvta_generic_to_shared(ptr)); }
 
@@ -213,18 +182,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
             const int keys_end = min(key_end, (z + 1) * kPartitionKeys);
             for (int tile = keys_begin / kKeys * kKeys; tile < keys_end; tile += kKeys) {
                 __syncthreads();  // every warp is done with the previous tile
-                if (int(threadIdx.x) < kKeys) {
-                    const int j = tile + int(threadIdx.x);
-                    int64_t offset = kNoKey;
-                    if (j < keys_end) {
-                        const int block = table[j / p.block_size];
-                        offset =
-                            block < 0 || block >= p.num_blocks
-                                ? kBadBlock
-                                : ((int64_t(block) * p.block_size + j % p.block_size) * p.num_kv_heads + kv_head) * D;
-                    }
-                    key_offset[threadIdx.x] = offset;
-                }
+                if (int(threadIdx.x) < kKeys)
+                    key_offset[threadIdx.x] = key_row_offset(p, table, tile + int(threadIdx.x), keys_end, kv_head, D);
                 __syncthreads();
                 for (int e = int(threadIdx.x); e < kKeys * kVecs; e += int(blockDim.x)) {
                     const int i = e / kVecs, c = e % kVecs * 8;
@@ -248,11 +207,11 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                         uint32_t b0, b1;
                         ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
                         if constexpr (kQInRegisters) {
-                            Mma<T>::run(s[nb], q_frag[kc], b0, b1);
+                            mma_m16n8k16<T>(s[nb], q_frag[kc], b0, b1);
                         } else {
                             uint32_t a[4];
                             ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
-                            Mma<T>::run(s[nb], a, b0, b1);
+                            mma_m16n8k16<T>(s[nb], a, b0, b1);
                         }
                     }
                 }
@@ -303,16 +262,16 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                 // (16 keys x 8 dims) through ldmatrix.trans of its rows (lanes 0-7: keys 0-7, 8-15: keys 8-15).
 #pragma unroll
                 for (int kk = 0; kk < kKeys / 16; ++kk) {
-                    const uint32_t a[4] = {Mma<T>::pack(s[2 * kk][0], s[2 * kk][1]),
-                                           Mma<T>::pack(s[2 * kk][2], s[2 * kk][3]),
-                                           Mma<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                           Mma<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+                    const uint32_t a[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]),
+                                           pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
+                                           pack_pair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                           pack_pair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
                     const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
 #pragma unroll
                     for (int nd = 0; nd < kDimBlocks; ++nd) {
                         uint32_t b0, b1;
                         ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
-                        Mma<T>::run(o[nd], a, b0, b1);
+                        mma_m16n8k16<T>(o[nd], a, b0, b1);
                     }
                 }
             }

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/kernel_common.cuh"
+#include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
@@ -27,26 +28,6 @@ constexpr int kRowsOfW = 8;   // the mma's N
 constexpr int kChunk = 32;    // columns of K per warp step: 4 lanes x 8 elements
 constexpr int kInFlight = 8;  // chunks loaded before the first is used
 constexpr int kVector = 8;    // 16-byte loads of 2-byte elements
-
-template <class T>
-__device__ __forceinline__ void mma_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                          uint32_t b0, uint32_t b1);
-template <>
-__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma_16816<__half>(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                                  uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 // Streaming load of weights (read once per call: do not keep them in L1).
 __device__ __forceinline__ uint4 load_weights(const void* p) { return __ldcs(static_cast<const uint4*>(p)); }
@@ -94,8 +75,8 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
         }
 #pragma unroll
         for (int u = 0; u < kInFlight; ++u) {
-            mma_16816<T>(acc, xv[u].x, xu[u].x, xv[u].y, xu[u].y, wv[u].x, wv[u].y);
-            mma_16816<T>(acc, xv[u].z, xu[u].z, xv[u].w, xu[u].w, wv[u].z, wv[u].w);
+            mma_m16n8k16<T>(acc, xv[u].x, xu[u].x, xv[u].y, xu[u].y, wv[u].x, wv[u].y);
+            mma_m16n8k16<T>(acc, xv[u].z, xu[u].z, xv[u].w, xu[u].w, wv[u].z, wv[u].w);
         }
     }
     // acc: rows g (0, 1) and g + 8 (2, 3) of x, outputs n0 + 2 t (0, 2) and n0 + 2 t + 1 (1, 3).
