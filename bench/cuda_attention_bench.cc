@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "cuda_bench_util.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/paged_attention.h"
 
@@ -60,18 +61,8 @@ void fill_random(Tensor& t, uint32_t seed) {
 // `seqs` sequences with `tokens` query tokens each ending at position context - 1.
 Problem make_problem(int seqs, int tokens, int context) {
     Problem p;
-    const Status status = init_backend(0);
-    if (!status.is_ok()) {
-        p.unavailable = status.message();
-        return p;
-    }
-    auto s = DeviceStream::create();
-    if (!s.is_ok()) {
-        p.unavailable = s.status().message();
-        return p;
-    }
-    p.stream = std::move(s).value();
-    p.ctx = p.stream->context(nullptr);
+    p.unavailable = open_gpu(p.stream, p.ctx);
+    if (!p.unavailable.empty()) return p;
     const int t = seqs * tokens, blocks_per_seq = (context + kBlockSize - 1) / kBlockSize;
     const int num_blocks = seqs * blocks_per_seq;
     p.q = Tensor::empty({t, kHeads, kHeadDim}, DType::kBF16, Device::kCuda);
@@ -115,22 +106,7 @@ void time_attention(benchmark::State& state, Problem& p, AttentionKernel kernel)
         paged_attention_with(p.ctx, p.q.view(), p.k_cache.view(), p.v_cache.view(), p.batch, params, p.partials.view(),
                              SplitKv::kAuto, p.out.view(), kernel);
     };
-    for (int w = 0; w < 2; ++w) call();
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    for (auto _ : state) {
-        constexpr int kCalls = 10;
-        cudaEventRecord(start, stream);
-        for (int c = 0; c < kCalls; ++c) call();
-        cudaEventRecord(stop, stream);
-        cudaEventSynchronize(stop);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
-        state.SetIterationTime(double(ms) / 1e3 / kCalls);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    time_on_gpu(state, stream, 2, 10, [&](int64_t) { call(); });
     if (cudaGetLastError() != cudaSuccess) state.SkipWithError("a CUDA error");
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/tensor.h"
+#include "cuda_bench_util.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemm_plan_cache.h"
 #include "kernels/cuda/skinny_gemm.h"
@@ -35,18 +36,8 @@ struct Gpu {
 Gpu& gpu() {
     static Gpu g = [] {
         Gpu made;
-        const Status status = init_backend(0);
-        if (!status.is_ok()) {
-            made.unavailable = status.message();
-            return made;
-        }
-        auto s = DeviceStream::create();
-        if (!s.is_ok()) {
-            made.unavailable = s.status().message();
-            return made;
-        }
-        made.stream = std::move(s).value();
-        made.ctx = made.stream->context(nullptr);
+        made.unavailable = open_gpu(made.stream, made.ctx);
+        if (!made.unavailable.empty()) return made;
         made.pool = Tensor::empty({int64_t(kPoolBytes / 2)}, DType::kBF16, Device::kCuda);
         made.x = Tensor::empty({16, 14336}, DType::kBF16, Device::kCuda);
         made.y = Tensor::empty({16, 128256}, DType::kF32, Device::kCuda);
@@ -59,28 +50,10 @@ Gpu& gpu() {
     return g;
 }
 
-// Times `body(iteration)` with events around a batch of calls; sets the manual time per call.
+// Times `body(iteration)`: 3 warm-up calls, then batches of 20 (cuda_bench_util.h).
 template <class F>
-void time_on_gpu(benchmark::State& state, F&& body) {
-    Gpu& g = gpu();
-    auto stream = static_cast<cudaStream_t>(g.stream->stream());
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    int64_t i = 0;
-    for (int w = 0; w < 3; ++w) body(i++);  // plans, caches, clocks
-    for (auto _ : state) {
-        constexpr int kCalls = 20;
-        cudaEventRecord(start, stream);
-        for (int c = 0; c < kCalls; ++c) body(i++);
-        cudaEventRecord(stop, stream);
-        cudaEventSynchronize(stop);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
-        state.SetIterationTime(double(ms) / 1e3 / kCalls);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+void time_calls(benchmark::State& state, F&& body) {
+    time_on_gpu(state, static_cast<cudaStream_t>(gpu().stream->stream()), 3, 20, body);
 }
 
 void BM_DeviceCopy(benchmark::State& state) {
@@ -88,7 +61,7 @@ void BM_DeviceCopy(benchmark::State& state) {
     if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
     auto stream = static_cast<cudaStream_t>(g.stream->stream());
     auto* base = static_cast<uint8_t*>(g.pool.view().data);
-    time_on_gpu(state, [&](int64_t) {
+    time_calls(state, [&](int64_t) {
         cudaMemcpyAsync(base + kPoolBytes / 2, base, kPoolBytes / 2, cudaMemcpyDeviceToDevice, stream);
     });
     // Bytes read + written per call: half the pool each.
@@ -111,7 +84,7 @@ void BM_Skinny(benchmark::State& state) {
     Gpu& g = gpu();
     if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
     const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-    time_on_gpu(state, [&](int64_t i) {
+    time_calls(state, [&](int64_t i) {
         skinny_gemm(g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, m, n, k, DType::kBF16,
                     n == 128256 ? DType::kF32 : DType::kBF16, g.stream->stream());
     });
@@ -130,7 +103,7 @@ void BM_Cublas(benchmark::State& state) {
     auto handle = static_cast<cublasLtHandle_t>(g.ctx.blas_handle);
     const GemmPlan& plan = GemmPlanCache::global().get(handle, key, nullptr);
     auto stream = static_cast<cudaStream_t>(g.stream->stream());
-    time_on_gpu(state, [&](int64_t i) {
+    time_calls(state, [&](int64_t i) {
         plan.run(handle, g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, g.ctx.blas_workspace.data,
                  stream);
     });
