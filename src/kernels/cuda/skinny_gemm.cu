@@ -17,6 +17,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <mutex>
+
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/skinny_gemm.h"
@@ -40,8 +44,11 @@ struct Outputs {
     int count;
 };
 
-template <class T, class OutT, int kWarps, bool kUpperRows>
-__global__ void __launch_bounds__(kWarps* kWarpSize)
+// kLoadsInFlight: compiled for one block per SM (__launch_bounds__'s minimum), which lets ptxas keep a whole round
+// of loads in flight (89 registers for 16 warps and M <= 8, instead of 38 and three blocks per SM). The arithmetic is
+// the same instruction for instruction, so the two builds give the same bits; launch_typed picks one per launch.
+template <class T, class OutT, int kWarps, bool kUpperRows, bool kLoadsInFlight>
+__global__ void __launch_bounds__(kWarps* kWarpSize, kLoadsInFlight ? 1 : 0)
     skinny_gemm_kernel(const T* __restrict__ x, const Outputs outs, int m, int64_t k) {
     const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
     const int g = lane / 4, t = lane % 4;
@@ -104,17 +111,58 @@ __global__ void __launch_bounds__(kWarps* kWarpSize)
 // (gate / up, the head) keep 4 warps and overlap one block's loads with another's.
 int warps_for(int64_t n) { return n <= 8192 ? 16 : 4; }
 
+// The blocks of one build the GPU holds at once (occupancy x SMs), once per build and device.
+template <class T, class OutT, int kWarps, bool kUpperRows, bool kLoadsInFlight>
+int64_t resident_blocks() {
+    constexpr int kMaxDevices = 64;
+    static std::once_flag once[kMaxDevices];
+    static int64_t blocks[kMaxDevices];
+    int device = 0;
+    TACO_CUDA_CHECK(cudaGetDevice(&device));
+    TACO_CHECK_MSG(device >= 0 && device < kMaxDevices, "skinny_gemm: device {}", device);
+    std::call_once(once[device], [&] {
+        int per_sm = 0, sms = 0;
+        TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, kLoadsInFlight>, kWarps * kWarpSize, 0));
+        TACO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        blocks[device] = int64_t(std::max(per_sm, 1)) * sms;
+    });
+    return blocks[device];
+}
+
+// The share of the block slots of all waves that blocks fill: 512 blocks in slots for 396 make two waves, the second
+// 29% full.
+double wave_efficiency(int64_t blocks, int64_t slots) {
+    const int64_t waves = (blocks + slots - 1) / slots;
+    return double(blocks) / double(waves * slots);
+}
+
+// Both builds take every product; the one that keeps its loads in flight runs one block per SM where the other
+// runs three (16 warps, M <= 8), so it wins where the other's last wave is mostly empty (the 512 blocks of a
+// 4096-row matrix: o_proj and down_proj of the 8B shape, 2.3 vs 2.2 and 3.3 vs 2.7 TB/s on the H200) and loses where
+// both fill their waves (fused q/k/v's 768 blocks: 2.5 vs 2.8 TB/s). Measured in bench/results/h200-2026-12-02c.
+template <class T, class OutT, int kWarps, bool kUpperRows>
+void launch_build(const T* x, const Outputs& outs, int64_t m, int64_t k, cudaStream_t stream) {
+    const int64_t blocks = outs.block_end[outs.count - 1];
+    const bool in_flight = wave_efficiency(blocks, resident_blocks<T, OutT, kWarps, kUpperRows, true>()) >
+                           wave_efficiency(blocks, resident_blocks<T, OutT, kWarps, kUpperRows, false>()) + 0.1;
+    const auto kernel = in_flight ? skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, true>
+                                  : skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, false>;
+    kernel<<<unsigned(blocks), kWarps * kWarpSize, 0, stream>>>(x, outs, int(m), k);
+    TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
+}
+
 template <class T, class OutT>
 void launch_typed(const void* x, const Outputs& outs, int64_t m, int64_t k, cudaStream_t stream) {
     const int64_t blocks = outs.block_end[outs.count - 1];
     TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} blocks of 8 rows of w are too many", blocks);
-    const bool few_rows = warps_for(outs.out[0].n) == 16;
-    const auto kernel = few_rows
-                            ? (m > 8 ? skinny_gemm_kernel<T, OutT, 16, true> : skinny_gemm_kernel<T, OutT, 16, false>)
-                            : (m > 8 ? skinny_gemm_kernel<T, OutT, 4, true> : skinny_gemm_kernel<T, OutT, 4, false>);
-    kernel<<<unsigned(blocks), warps_for(outs.out[0].n) * kWarpSize, 0, stream>>>(static_cast<const T*>(x), outs,
-                                                                                  int(m), k);
-    TACO_CUDA_CHECK_LAUNCH("skinny_gemm_kernel");
+    const T* xt = static_cast<const T*>(x);
+    if (warps_for(outs.out[0].n) == 16) {
+        if (m > 8) return launch_build<T, OutT, 16, true>(xt, outs, m, k, stream);
+        return launch_build<T, OutT, 16, false>(xt, outs, m, k, stream);
+    }
+    if (m > 8) return launch_build<T, OutT, 4, true>(xt, outs, m, k, stream);
+    launch_build<T, OutT, 4, false>(xt, outs, m, k, stream);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
