@@ -2,7 +2,8 @@
 // tests hold to transformers):
 //   --dtype float32: last prompt logits within 1e-3 of the CPU's, identical greedy tokens;
 //   bfloat16: the CPU's top-1 wherever its top-1/top-2 margin (the goldens' margins) exceeds 0.1, greedy tokens
-//   following the CPU's until a step whose margin is at most 0.1;
+//   following the CPU's until a step whose margin is at most 0.1 (or, for an MoE model, following one of the
+//   reference's paths with a routing near-tie taken the other way: bf16_alternatives.json);
 //   either dtype: every prompt's greedy tokens the same alone and batched with the others in one engine.
 // Skipped where no GPU is usable.
 #include <gtest/gtest.h>
@@ -80,6 +81,21 @@ TEST_P(CudaGolden, Bfloat16KeepsTheCpusTopOneWhereItsMarginExceeds01) {
 // parity rule). They are not asserted equal to each other token for token: prefill GEMMs of different row counts
 // run different cuBLASLt kernels (gemm_plan_cache.h), whose bf16 results may differ in a last bit, and a step whose
 // margin is within that noise may pick either token. (fp32 asserts the equality, above.)
+// The first step where `got` leaves `path` at a margin above 0.1 (the rule's violation), or -1. Step j's margin is
+// the reference's at that step of its path; past the first step where the tokens differ the texts differ and
+// nothing more is compared.
+int64_t confident_departure(const std::vector<int32_t>& got, const testing_util::GreedyPath& path) {
+    for (size_t j = 0; j < path.greedy_ids.size() && j < got.size(); ++j) {
+        if (got[j] == path.greedy_ids[j]) continue;
+        return path.margins[j] > 0.1f ? int64_t(j) : -1;
+    }
+    return -1;
+}
+
+// MoE models: a routing decision within bf16's rounding of its boundary (PhiMoE's sparsemixer threshold, a top-k
+// order) may go either way in any bf16 arithmetic, and the other way changes the logits by far more than rounding.
+// The golden path is the CPU's; bf16_alternatives are the reference's paths with such a decision taken the other
+// way (each computed in fp32 by tools/phimoe_bf16_reference.py); following any of them obeys the rule.
 TEST_P(CudaGolden, Bfloat16GreedyTokensFollowTheCpusWhileConfidentAloneAndBatched) {
     auto gpu = testing_util::make_engine_on(golden_.dir, EngineSetup{Device::kCuda, DType::kBF16});
     ASSERT_TRUE(gpu);
@@ -87,14 +103,13 @@ TEST_P(CudaGolden, Bfloat16GreedyTokensFollowTheCpusWhileConfidentAloneAndBatche
     auto follows_cpu = [&](const std::vector<int32_t>& got, size_t i, const char* how) {
         const auto& c = golden_.cases[i];
         ASSERT_EQ(got.size(), c.greedy_ids.size());
-        // Step j's margin is the CPU's (transformers') at that step of its greedy path; past the first step where
-        // the tokens differ, the paths are different texts and nothing is compared.
-        for (size_t j = 0; j < c.greedy_ids.size(); ++j) {
-            if (got[j] == c.greedy_ids[j]) continue;
-            EXPECT_LE(c.margins[j], 0.1f) << how << ", prompt of " << c.prompt_ids.size() << " tokens, step " << j
-                                          << ": token " << got[j] << " instead of " << c.greedy_ids[j];
-            break;
-        }
+        const int64_t j = confident_departure(got, {c.greedy_ids, c.margins});
+        if (j < 0) return;
+        for (const testing_util::GreedyPath& alternative : c.bf16_alternatives)
+            if (confident_departure(got, alternative) < 0) return;
+        ADD_FAILURE() << how << ", prompt of " << c.prompt_ids.size() << " tokens, step " << j << ": token " << got[j]
+                      << " instead of " << c.greedy_ids[j] << " at the CPU's margin " << c.margins[j] << " (and "
+                      << c.bf16_alternatives.size() << " alternative paths of routing near-ties not followed either)";
     };
     for (size_t i = 0; i < prompts_.size(); ++i) {
         follows_cpu(batched[i], i, "batched");

@@ -34,6 +34,21 @@ GoldenModel load_golden_model(const std::string& name) {
         gc.margins = c["margins"].get<std::vector<float>>();
         model.cases.push_back(std::move(gc));
     }
+    const std::string alternatives = model.dir + "/bf16_alternatives.json";
+    if (std::filesystem::exists(alternatives)) {
+        std::ifstream alt_in(alternatives);
+        const nlohmann::json alt = nlohmann::json::parse(alt_in);
+        for (const auto& c : alt.at("cases")) {
+            const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+            const auto match = std::find_if(model.cases.begin(), model.cases.end(),
+                                            [&](const GoldenCase& gc) { return gc.prompt_ids == prompt; });
+            EXPECT_NE(match, model.cases.end()) << alternatives << ": a case whose prompt is not golden.json's";
+            if (match == model.cases.end()) continue;
+            for (const auto& path : c["paths"])
+                match->bf16_alternatives.push_back(
+                    {path["greedy_ids"].get<std::vector<int32_t>>(), path["margins"].get<std::vector<float>>()});
+        }
+    }
     return model;
 }
 

@@ -8,11 +8,21 @@
 
 namespace taco::testing_util {
 
+// A greedy path of the fp32 reference: its tokens and each step's top-1/top-2 margin.
+struct GreedyPath {
+    std::vector<int32_t> greedy_ids;
+    std::vector<float> margins;
+};
+
 struct GoldenCase {
     std::vector<int32_t> prompt_ids;
     std::vector<float> last_logits;   // fp32 transformers logits at the last prompt position
     std::vector<int32_t> greedy_ids;  // 24 greedy tokens (min_new_tokens = 24)
     std::vector<float> margins;
+    // MoE models only, where bf16_alternatives.json is beside golden.json (tools/phimoe_bf16_reference.py): the
+    // greedy paths of the fp32 reference with one routing decision that lies within bf16's rounding of its boundary
+    // taken the other way, each as legitimate a bf16 result as the golden path (ARCHITECTURE.md "Parity rule").
+    std::vector<GreedyPath> bf16_alternatives;
 };
 
 struct GoldenModel {

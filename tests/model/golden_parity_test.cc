@@ -91,6 +91,29 @@ TEST_P(GoldenParity, RotaryFrequenciesEqualTransformers) {
     }
 }
 
+// bf16_alternatives.json (the CUDA bf16 rule's paths of routing near-ties, tools/phimoe_bf16_reference.py) is read
+// into its cases: each path as long as the golden one, with a margin per step, and leaving it somewhere (a path equal
+// to the golden one would say nothing). phimoe_longrope's 90-token case has one (a layer-0 sparsemixer decision at
+// position 55 lies 0.4% from its threshold).
+TEST(GoldenModels, Bf16AlternativePathsAreReadWithTheirCases) {
+    int64_t paths = 0;
+    for (const std::string& name : testing_util::golden_model_names()) {
+        for (const auto& c : testing_util::load_golden_model(name).cases) {
+            for (const auto& path : c.bf16_alternatives) {
+                ++paths;
+                EXPECT_EQ(path.greedy_ids.size(), c.greedy_ids.size()) << name;
+                EXPECT_EQ(path.margins.size(), c.greedy_ids.size()) << name;
+                EXPECT_NE(path.greedy_ids, c.greedy_ids) << name;
+            }
+        }
+    }
+    const auto longrope = testing_util::load_golden_model("phimoe_longrope");
+    ASSERT_EQ(longrope.cases.size(), 3u);
+    EXPECT_EQ(longrope.cases[2].bf16_alternatives.size(), 1u);
+    EXPECT_EQ(longrope.cases[2].bf16_alternatives.at(0).greedy_ids.at(21), 241);
+    EXPECT_GE(paths, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllGoldenModels, GoldenParity, ::testing::ValuesIn(testing_util::golden_model_names()),
                          [](const auto& info) { return info.param; });
 
