@@ -11,7 +11,9 @@ common=(--load-format dummy --device cuda --dtype bfloat16 --enforce-eager --inp
 ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
   local name=$1 limit=$2
   shift 2
-  timeout -k 5 "$limit" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+  # --cache-control none: no L2 flush before each kernel, which made one-block kernels (a norm of one row) look
+  # several times slower than in a real step (bench/results/h200-2026-12-02c).
+  timeout -k 5 "$limit" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     --log-file "$out/ncu_$name.csv" "$build/taco_llm" bench "$@" >"$out/ncu_$name.log" 2>&1
   echo "ncu $name rc=$?"
   python3 tools/ncu_summary.py "$out/ncu_$name.csv" 25 | tee "$out/ncu_$name.txt"
