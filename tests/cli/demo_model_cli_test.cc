@@ -1,7 +1,13 @@
 // The demo model (models/demo) through the CLI: greedy generation equals transformers' fp32 greedy
 // continuation (tests/data/demo/greedy.json), and `taco_llm perplexity` prints what transformers computes.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -75,6 +81,47 @@ TEST(DemoModelCli, TacoLlmDemoModelOverridesWhereTheDemoModelIsFound) {
     auto missing = run_taco("generate --prompt-ids 5,6 --json", "", {{"TACO_LLM_DEMO_MODEL", "/nonexistent/demo"}});
     EXPECT_EQ(missing.exit_code, 1);
     EXPECT_NE(missing.err.find("/nonexistent/demo is not a model folder"), std::string::npos) << missing.err;
+}
+
+// Runs a copy of taco_llm at `binary` (the demo model is found from where the binary is, /proc/self/exe).
+testing_util::CommandResult run_copy(const std::string& binary, const std::string& args) {
+    const std::string out = binary + ".out", err = binary + ".err";
+    const std::string command = "CUDA_VISIBLE_DEVICES='' " + binary + " " + args + " >" + out + " 2>" + err;
+    const int status = std::system(command.c_str());
+    std::ifstream out_in(out), err_in(err);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::string(std::istreambuf_iterator<char>(out_in), {}),
+            std::string(std::istreambuf_iterator<char>(err_in), {})};
+}
+
+// Plain `cmake -B build` puts the binary one folder below the tree (build/taco_llm), a preset two
+// (build/<preset>/taco_llm), and a build folder may be outside the tree altogether: the demo model is the nearest
+// models/demo above the binary, else the source tree's.
+TEST(DemoModelCli, TheDemoModelIsFoundWhereverTheBinaryIsBuilt) {
+    namespace fs = std::filesystem;
+    const fs::path root = fs::path(::testing::TempDir()) / ("taco_demo_lookup_" + std::to_string(getpid()));
+    fs::remove_all(root);
+    const fs::path in_tree = root / "tree" / "build" / "taco_llm", outside = root / "elsewhere" / "bin" / "taco_llm";
+    for (const fs::path& copy : {in_tree, outside}) {
+        fs::create_directories(copy.parent_path());
+        fs::copy_file(fs::path(TACO_BINARY_DIR) / "taco_llm", copy);
+    }
+    // The tree's models/demo is another model here, so that the test sees which folder was taken.
+    fs::create_directories(root / "tree" / "models");
+    fs::create_directory_symlink(golden_model_dir("llama"), root / "tree" / "models" / "demo");
+    const std::string flags = "generate --prompt-ids 5,6,7 --max-tokens 4 --temperature 0 --json";
+
+    auto llama = run_taco("generate " + golden_model_dir("llama") + " --prompt-ids 5,6,7 --max-tokens 4 "
+                          "--temperature 0 --json");
+    auto demo = run_taco("generate " + kDemo + " --prompt-ids 5,6,7 --max-tokens 4 --temperature 0 --json");
+    ASSERT_EQ(llama.exit_code, 0) << llama.err;
+    ASSERT_EQ(demo.exit_code, 0) << demo.err;
+    auto from_tree = run_copy(in_tree.string(), flags);
+    ASSERT_EQ(from_tree.exit_code, 0) << from_tree.err;
+    EXPECT_EQ(nlohmann::json::parse(from_tree.out)["token_ids"], nlohmann::json::parse(llama.out)["token_ids"]);
+    auto from_outside = run_copy(outside.string(), flags);
+    ASSERT_EQ(from_outside.exit_code, 0) << from_outside.err;
+    EXPECT_EQ(nlohmann::json::parse(from_outside.out)["token_ids"], nlohmann::json::parse(demo.out)["token_ids"]);
+    fs::remove_all(root);
 }
 
 TEST(DemoModelCli, PerplexityPrintsTokensAndPerplexityWithinHalfAPercentOfTransformers) {

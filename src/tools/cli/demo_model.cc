@@ -35,8 +35,15 @@ Result<std::string> find_demo_model() {
     const fs::path bin = executable_dir();
     if (!bin.empty()) {
         candidates.push_back(bin / ".." / "share" / "taco-llm" / "models" / "demo");
-        candidates.push_back(bin / ".." / ".." / "models" / "demo");
+        // A build folder anywhere inside the source tree (build/, build/<preset>/, out/x/y/): the first
+        // models/demo above the binary.
+        for (fs::path dir = bin; !dir.empty(); dir = dir.parent_path()) {
+            candidates.push_back(dir / "models" / "demo");
+            if (dir == dir.root_path() || dir.parent_path() == dir) break;
+        }
     }
+    // A build folder outside the source tree (cmake -B /elsewhere): the tree it was built from.
+    candidates.push_back(fs::path(TACO_DEMO_MODEL_SOURCE_DIR));
     std::string looked;
     for (const fs::path& dir : candidates) {
         if (is_model_folder(dir)) return fs::weakly_canonical(dir).string();

@@ -10,8 +10,9 @@
 namespace taco::cli {
 
 // The demo model's folder, first match of: $TACO_LLM_DEMO_MODEL; <bin>/../share/taco-llm/models/demo (after
-// `cmake --install`); <bin>/../../models/demo (the build tree, build/<preset>/taco_llm). An error lists where it
-// looked.
+// `cmake --install`); models/demo in the binary's folder or the nearest folder above it that has one (a build
+// folder anywhere in the source tree: build/taco_llm, build/<preset>/taco_llm); the source tree the binary was
+// built from (a build folder outside it). An error lists where it looked.
 Result<std::string> find_demo_model();
 
 }  // namespace taco::cli
