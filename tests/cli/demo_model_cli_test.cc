@@ -110,7 +110,8 @@ TEST(DemoModelCli, TheDemoModelIsFoundWhereverTheBinaryIsBuilt) {
     fs::create_directory_symlink(golden_model_dir("llama"), root / "tree" / "models" / "demo");
     const std::string flags = "generate --prompt-ids 5,6,7 --max-tokens 4 --temperature 0 --json";
 
-    auto llama = run_taco("generate " + golden_model_dir("llama") + " --prompt-ids 5,6,7 --max-tokens 4 "
+    auto llama = run_taco("generate " + golden_model_dir("llama") +
+                          " --prompt-ids 5,6,7 --max-tokens 4 "
                           "--temperature 0 --json");
     auto demo = run_taco("generate " + kDemo + " --prompt-ids 5,6,7 --max-tokens 4 --temperature 0 --json");
     ASSERT_EQ(llama.exit_code, 0) << llama.err;
