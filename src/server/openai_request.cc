@@ -6,6 +6,7 @@
 
 #include "core/json_util.h"
 #include "engine/sampling_json.h"
+#include "server/vllm_fields.h"
 
 namespace taco::server {
 namespace {
@@ -177,6 +178,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     if (!read_common(body, ctx, job, params, error)) return std::nullopt;
     if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
     if (!check_unsupported(body, error)) return std::nullopt;
+    if (auto field = unimplemented_vllm_field(body, /*chat=*/false)) return fail(error, field->message, field->field);
     if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
     job.want_logprobs = params.logprobs.has_value();
     // echo with logprobs reports the prompt's tokens too (lm-eval-harness scores prompts with max_tokens 0).
@@ -302,6 +304,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     SamplingParams params;
     if (!read_common(sampling, ctx, job, params, error)) return std::nullopt;
     if (!check_unsupported(body, error)) return std::nullopt;
+    if (auto field = unimplemented_vllm_field(body, /*chat=*/true)) return fail(error, field->message, field->field);
     bool echo = false;
     if (!read_bool(body, "echo", echo, error)) return std::nullopt;
     if (echo) return fail(error, "'echo' is not supported for chat completions", "echo");

@@ -1,0 +1,22 @@
+// Request fields that vLLM (or the OpenAI API) defines and taco-llm does not implement yet: a request that sets one
+// to anything but its neutral value gets a 400 naming the field, rather than an answer that quietly ignores it
+// (a client written for vLLM would otherwise trust, say, bad_words to have been applied). The neutral values
+// (false, 0, null, an empty list) are what clients send when they mean "not used", and are accepted.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace taco::server {
+
+struct UnimplementedField {
+    std::string field;    // the request's key, the error's `param`
+    std::string message;  // what is not supported, for the 400
+};
+
+// The first such field set in `body` (a chat or completions request), or nullopt. `chat`: the body is a chat
+// completion (a few fields exist only there).
+std::optional<UnimplementedField> unimplemented_vllm_field(const nlohmann::json& body, bool chat);
+
+}  // namespace taco::server
