@@ -51,3 +51,50 @@ inline bool regex_matches(const std::string& pattern, const std::string& text, R
 inline bool bit(const std::vector<uint32_t>& words, int32_t id) { return (words[size_t(id) / 32] >> (id % 32)) & 1; }
 
 }  // namespace taco::structured::testing
+
+#include <random>
+
+namespace taco::structured::testing {
+
+// Single bytes, some JSON-ish multi-byte tokens, and last an end token with no bytes (its id: vocab size - 1).
+inline std::shared_ptr<const TokenVocab> json_vocab() {
+    std::vector<std::optional<std::string>> tokens;
+    for (int b = 0; b < 256; ++b) tokens.push_back(std::string(1, char(b)));
+    for (const char* t :
+         {"{\"", "\":", "\",",  "\"}",  "true", "false", "null", "12",    "-3", ".5",  "\"a",      ", \"", "}]",
+          "abc", " ",   "\n  ", "\"\"", "[]",   "{}",    "e+7",  "2024-", "01", ":30", "\xC3\xA9", "\\n",  "\\u00"})
+        tokens.push_back(std::string(t));
+    tokens.push_back(std::nullopt);
+    return std::make_shared<const TokenVocab>(std::move(tokens), int64_t(tokens.size()));
+}
+
+// Samples tokens under the masks until the match terminates (returns the text) or max_steps pass (nullopt). Closing
+// bytes are favoured so that most walks end.
+inline std::optional<std::string> random_walk(const std::shared_ptr<const CompiledGrammar>& compiled, std::mt19937& rng,
+                                              int max_steps = 400) {
+    const int32_t end_id = int32_t(compiled->vocab().vocab_size() - 1);
+    GrammarMatcher m(compiled, {end_id});
+    std::vector<uint32_t> words(size_t(compiled->vocab().num_mask_words()));
+    std::string text;
+    for (int step = 0; step < max_steps && !m.is_terminated(); ++step) {
+        const int64_t count = m.fill_next_token_bitmask(words);
+        EXPECT_GT(count, 0) << "no token allowed after '" << text << "'";
+        if (count == 0) return std::nullopt;
+        std::vector<int32_t> allowed, closing;
+        for (int32_t id = 0; id < int32_t(compiled->vocab().vocab_size()); ++id) {
+            if (!bit(words, id)) continue;
+            allowed.push_back(id);
+            const std::string& b = id == end_id ? std::string("$") : compiled->vocab().bytes(id);
+            if (b.find_first_of("\"}]$") != std::string::npos) closing.push_back(id);
+        }
+        const bool close = !closing.empty() && rng() % 3 == 0;
+        const std::vector<int32_t>& pool = close ? closing : allowed;
+        const int32_t token = pool[rng() % pool.size()];
+        EXPECT_TRUE(m.accept_token(token)) << token;
+        if (token != end_id) text += compiled->vocab().bytes(token);
+    }
+    if (!m.is_terminated()) return std::nullopt;
+    return text;
+}
+
+}  // namespace taco::structured::testing
