@@ -1,0 +1,54 @@
+// What a request asks its output to follow (vLLM's structured outputs: json, regex, choice, grammar, json_object),
+// built into a Grammar, and the cache of grammars compiled against a vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "structured/compiled_grammar.h"
+
+namespace taco::structured {
+
+enum class StructuredKind { kJsonSchema, kJsonObject, kRegex, kChoice, kGrammar };
+
+struct StructuredOutputSpec {
+    StructuredKind kind = StructuredKind::kJsonObject;
+    std::string text;                               // kJsonSchema: the schema's JSON; kRegex: the regex; kGrammar: EBNF
+    std::vector<std::string> choices;               // kChoice
+    std::optional<std::string> whitespace_pattern;  // JSON kinds: the whitespace between tokens (a regex)
+
+    // Names the spec in caches: equal keys build equal grammars.
+    std::string cache_key() const;
+};
+
+// Errors say what is wrong with the schema, regex or grammar.
+Result<Grammar> build_grammar(const StructuredOutputSpec& spec);
+
+// Compiled grammars by (spec, vocabulary), least recently used dropped past `capacity`. Thread-safe; a grammar
+// being compiled by one caller may be compiled again by another meanwhile (the first to finish is kept).
+class GrammarCache {
+public:
+    explicit GrammarCache(size_t capacity = 256) : capacity_(capacity) {}
+
+    Result<std::shared_ptr<const CompiledGrammar>> get(const StructuredOutputSpec& spec,
+                                                       const std::shared_ptr<const TokenVocab>& vocab);
+    size_t size() const;
+    int64_t num_compiled() const;  // cache misses that compiled
+
+private:
+    using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
+    size_t capacity_;
+    mutable std::mutex mutex_;
+    std::list<Entry> lru_;  // most recent first
+    std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+    int64_t num_compiled_ = 0;
+};
+
+}  // namespace taco::structured
