@@ -24,12 +24,12 @@
 namespace taco::structured {
 
 struct JsonSchemaOptions {
-    // A regex for the whitespace allowed between JSON tokens (vLLM's guided_whitespace_pattern). The default allows
-    // a little, bounded so that a model cannot stall in whitespace.
+    // A regex for the whitespace allowed between JSON tokens (vLLM's guided_whitespace_pattern). The default is
+    // outlines' "[ ]?" (one space at most): a model cannot stall in whitespace, and the JSON stays compact.
     std::optional<std::string> whitespace_pattern;
 };
 
-inline constexpr const char* kDefaultJsonWhitespace = "[ \\n\\t]{0,20}";
+inline constexpr const char* kDefaultJsonWhitespace = "[ ]?";
 
 Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
 // Any JSON object (response_format json_object).
