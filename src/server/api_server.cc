@@ -88,6 +88,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     if (!defaults) return defaults.status();
     server->context_.defaults = *defaults;
     server->context_.max_sequences_per_request = opts.max_pending_requests;
+    server->context_.structured_outputs = &opts.structured_outputs;
     if (!defaults->empty())
         log_info(
             "server: default sampling parameters from generation_config.json: {} (requests override them; "

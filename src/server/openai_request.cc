@@ -6,6 +6,7 @@
 
 #include "core/json_util.h"
 #include "engine/sampling_json.h"
+#include "server/structured_request.h"
 
 namespace taco::server {
 namespace {
@@ -115,6 +116,19 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
         fail(error, "'logit_bias' must be an object of token id -> bias", "logit_bias");
         return false;
     }
+    // Structured output: compiled here, so that a bad schema, regex or grammar is this request's 400.
+    std::optional<StructuredRequest> structured;
+    const StructuredOutputsConfig defaults;
+    if (!read_structured_output(body, ctx.structured_outputs ? *ctx.structured_outputs : defaults, structured, error))
+        return false;
+    if (structured) {
+        auto grammar = ctx.engine->compile_structured(structured->spec);
+        if (!grammar) {
+            fail(error, grammar.status().message(), structured->param);
+            return false;
+        }
+        params.grammar = *grammar;
+    }
     job.want_prompt_logprobs_field = params.prompt_logprobs.has_value();
     if (job.want_prompt_logprobs_field && job.stream) {  // as vLLM
         fail(error, "'prompt_logprobs' is not available when 'stream' is true", "prompt_logprobs");
@@ -135,20 +149,6 @@ bool check_unsupported(const json& body, ApiError& error) {
     if (present(body, "functions")) {
         fail(error, "'functions' is not supported", "functions");
         return false;
-    }
-    if (present(body, "response_format")) {
-        const json& format = body.at("response_format");
-        if (!format.is_object() || !format.contains("type") || !format.at("type").is_string()) {
-            fail(error, "'response_format' must be an object with a string 'type'", "response_format");
-            return false;
-        }
-        if (format.at("type") != "text") {
-            fail(error,
-                 fmt::format("response_format type '{}' is not supported yet (only 'text')",
-                             format.at("type").get<std::string>()),
-                 "response_format");
-            return false;
-        }
     }
     return true;
 }

@@ -44,6 +44,8 @@ struct CompletionJob {
     int64_t n = 1;
 };
 
+struct StructuredOutputsConfig;  // server/structured_request.h
+
 struct ParseContext {
     const Engine* engine = nullptr;
     const ChatTemplate* chat_template = nullptr;  // null: the model has none
@@ -52,6 +54,7 @@ struct ParseContext {
     // Engine sequences one request may start (prompts x max(n, best_of)): --max-pending-requests, so a prompt list
     // cannot get past the server's pending limit (see core/limits.h).
     int64_t max_sequences_per_request = 8192;
+    const StructuredOutputsConfig* structured_outputs = nullptr;  // --structured-outputs-config; null: defaults
 };
 
 // The body must already be a parsed JSON value.

@@ -628,7 +628,7 @@ private:
                 required.insert(name.get<std::string>());
             }
         }
-        const ojson additional = schema.value("additionalProperties", ojson(true));
+        const ojson additional = schema.value("additionalProperties", ojson(!options_.no_additional_properties));
         if (!additional.is_boolean() && !additional.is_object())
             return fail(path, "'additionalProperties' must be a boolean or a schema");
         if (properties.empty()) {

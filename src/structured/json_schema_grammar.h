@@ -27,6 +27,9 @@ struct JsonSchemaOptions {
     // A regex for the whitespace allowed between JSON tokens (vLLM's guided_whitespace_pattern). The default is
     // outlines' "[ ]?" (one space at most): a model cannot stall in whitespace, and the JSON stays compact.
     std::optional<std::string> whitespace_pattern;
+    // vLLM's disable_additional_properties: an object without "additionalProperties" admits none (JSON Schema's
+    // default admits any).
+    bool no_additional_properties = false;
 };
 
 inline constexpr const char* kDefaultJsonWhitespace = "[ ]?";

@@ -9,7 +9,8 @@
 namespace taco::structured {
 
 std::string StructuredOutputSpec::cache_key() const {
-    std::string key = fmt::format("{}|{}|", int(kind), whitespace_pattern ? "w" + *whitespace_pattern : "-");
+    std::string key = fmt::format("{}|{}|{}|", int(kind), int(no_additional_properties),
+                                  whitespace_pattern ? "w" + *whitespace_pattern : "-");
     if (kind == StructuredKind::kChoice) {
         for (const std::string& c : choices) key += fmt::format("{}:{}", c.size(), c);
     } else {
@@ -19,7 +20,7 @@ std::string StructuredOutputSpec::cache_key() const {
 }
 
 Result<Grammar> build_grammar(const StructuredOutputSpec& spec) {
-    const JsonSchemaOptions json_options{spec.whitespace_pattern};
+    const JsonSchemaOptions json_options{spec.whitespace_pattern, spec.no_additional_properties};
     switch (spec.kind) {
         case StructuredKind::kJsonSchema: {
             nlohmann::ordered_json schema;

@@ -23,6 +23,7 @@ struct StructuredOutputSpec {
     std::string text;                               // kJsonSchema: the schema's JSON; kRegex: the regex; kGrammar: EBNF
     std::vector<std::string> choices;               // kChoice
     std::optional<std::string> whitespace_pattern;  // JSON kinds: the whitespace between tokens (a regex)
+    bool no_additional_properties = false;          // JSON schemas: JsonSchemaOptions::no_additional_properties
 
     // Names the spec in caches: equal keys build equal grammars.
     std::string cache_key() const;
