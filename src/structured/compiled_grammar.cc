@@ -82,34 +82,61 @@ void walk_all_tokens(FramePool& pool, const Grammar& grammar, const TokenVocab& 
     pool.release(mark);
 }
 
+namespace {
+
+CompiledGrammar::StateMasks classify_tokens(const Grammar& grammar, const TokenVocab& vocab, int32_t state) {
+    CompiledGrammar::StateMasks m;
+    FramePool pool(grammar);
+    // The state alone, not closed: a stack top at `state` consumes its next byte on the state's own edges (its calls
+    // and returns are separate tops of the runtime set, with masks of their own).
+    StackSet start;
+    start.tops.push_back(pool.intern(state, kOpenParent));
+    const size_t words = size_t(vocab.num_mask_words());
+    walk_all_tokens(pool, grammar, vocab, start, [&](size_t index, bool alive, bool escaped) {
+        if (alive) {
+            if (m.accepted.empty()) m.accepted.assign(words, 0);
+            const int32_t id = vocab.sorted()[index];
+            m.accepted[size_t(id) / 32] |= uint32_t(1) << (id % 32);
+        } else if (escaped) {
+            m.uncertain.push_back(uint32_t(index));
+        }
+    });
+    return m;
+}
+
+}  // namespace
+
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocab> vocab, bool precompute)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)), precompute_(precompute) {
     if (!precompute_) return;
     masks_.resize(grammar_.states.size());
     FramePool pool(grammar_);
-    const size_t words = size_t(vocab_->num_mask_words());
-    for (size_t s = 0; s < grammar_.states.size(); ++s) {
-        if (grammar_.states[s].byte_edges.empty()) continue;
-        // The state alone, not closed: a stack top at s consumes its next byte on s's own edges (the calls and
-        // returns of s are separate tops of the runtime set, with masks of their own).
-        StackSet start;
-        start.tops.push_back(pool.intern(int32_t(s), kOpenParent));
-        StateMasks& m = masks_[s];
-        walk_all_tokens(pool, grammar_, *vocab_, start, [&](size_t index, bool alive, bool escaped) {
-            if (alive) {
-                if (m.accepted.empty()) m.accepted.assign(words, 0);
-                const int32_t id = vocab_->sorted()[index];
-                m.accepted[size_t(id) / 32] |= uint32_t(1) << (id % 32);
-            } else if (escaped) {
-                m.uncertain.push_back(uint32_t(index));
-            }
-        });
+    for (int32_t f : pool.start(grammar_.root_state(), kRootParent).tops) state_masks(pool.frame(f).state);
+}
+
+const CompiledGrammar::StateMasks& CompiledGrammar::state_masks(int32_t state) const {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (masks_[size_t(state)]) return *masks_[size_t(state)];
     }
+    auto masks = std::make_unique<const StateMasks>(classify_tokens(grammar_, *vocab_, state));
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!masks_[size_t(state)]) masks_[size_t(state)] = std::move(masks);  // else another thread was first
+    return *masks_[size_t(state)];
+}
+
+int64_t CompiledGrammar::num_classified_states() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t n = 0;
+    for (const auto& m : masks_) n += m != nullptr;
+    return n;
 }
 
 size_t CompiledGrammar::mask_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
     size_t total = 0;
-    for (const StateMasks& m : masks_) total += (m.accepted.size() + m.uncertain.size()) * sizeof(uint32_t);
+    for (const auto& m : masks_)
+        if (m) total += (m->accepted.size() + m->uncertain.size()) * sizeof(uint32_t);
     return total;
 }
 

@@ -5,12 +5,15 @@
 //   rejected  - it fails before ever returning below: allowed in no context;
 //   uncertain - it returns below (the rule ends inside the token): only the matcher's real stack can tell.
 // At run time (GrammarMatcher) a mask is the union of the accepted sets of the current stack tops, plus those of
-// their uncertain tokens that the full stacks accept. Immutable once built; shared by every matcher of it.
+// their uncertain tokens that the full stacks accept. The states of the start are classified when the grammar is
+// built; any other state the first time a matcher stands on it (so a grammar with thousands of states, most never
+// visited, compiles in the time of its start), then kept for every matcher of the grammar. Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -24,6 +27,8 @@ class CompiledGrammar {
 public:
     // precompute = false leaves every token uncertain (each mask is then searched in full: for tests, to compare).
     CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenVocab> vocab, bool precompute = true);
+    CompiledGrammar(const CompiledGrammar&) = delete;
+    CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
     const Grammar& grammar() const { return grammar_; }
     const TokenVocab& vocab() const { return *vocab_; }
@@ -34,17 +39,19 @@ public:
         std::vector<uint32_t> accepted;   // [vocab/32] bitmask, or empty: nothing accepted
         std::vector<uint32_t> uncertain;  // TokenVocab::sorted() indices, ascending
     };
-    // The masks of a state with byte edges (precomputed() only).
-    const StateMasks& state_masks(int32_t state) const { return masks_[size_t(state)]; }
+    // The masks of a state with byte edges (precomputed() only), classified now if no matcher stood there before.
+    const StateMasks& state_masks(int32_t state) const;
 
-    // Bytes of the precomputed masks (for logs and tests).
+    // States classified so far and the bytes of their masks (for logs, benchmarks and tests).
+    int64_t num_classified_states() const;
     size_t mask_bytes() const;
 
 private:
     Grammar grammar_;
     std::shared_ptr<const TokenVocab> vocab_;
     bool precompute_;
-    std::vector<StateMasks> masks_;  // [states]
+    mutable std::mutex mutex_;                                      // guards masks_
+    mutable std::vector<std::unique_ptr<const StateMasks>> masks_;  // [states] null: not classified yet
 };
 
 // Matches tokens of the vocabulary from `start`, one after the other in sorted order, sharing the work of common

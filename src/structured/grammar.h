@@ -58,7 +58,7 @@ struct Fragment {
 class GrammarBuilder {
 public:
     // The largest automaton a grammar may grow to before building fails (a repeat count of millions, say).
-    static constexpr int64_t kMaxStates = 2'000'000;
+    static constexpr int64_t kMaxStates = 250'000;
 
     // Declares a rule (its body comes later, so rules may call each other in any order); names must be unique.
     int32_t add_rule(std::string name);

@@ -64,6 +64,11 @@ void FramePool::advance(const StackSet& from, uint8_t byte, StackSet& to) {
         const Frame frame = frames_[size_t(f)];
         for (const ByteEdge& e : grammar_.states[size_t(frame.state)].byte_edges)
             if (e.bytes.contains(byte)) close(intern(e.target, frame.parent), to);
+        if (to.tops.size() > kMaxStacks) {
+            to.tops.clear();
+            to.can_finish = false;
+            return;
+        }
     }
     std::sort(to.tops.begin(), to.tops.end());
 }

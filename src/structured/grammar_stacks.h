@@ -31,6 +31,10 @@ struct StackSet {
 
 class FramePool {
 public:
+    // A set past this many stacks (an ambiguous grammar whose parses multiply with every byte) is treated as a dead
+    // end: the matcher refuses the byte rather than slow every later step down without bound.
+    static constexpr size_t kMaxStacks = 4096;
+
     explicit FramePool(const Grammar& grammar) : grammar_(grammar) {}
 
     const Frame& frame(int32_t id) const { return frames_[size_t(id)]; }

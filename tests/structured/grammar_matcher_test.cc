@@ -119,5 +119,44 @@ TEST(GrammarMatcher, AnEmptyLanguageIsRefused) {
     EXPECT_FALSE(b.finish(r).is_ok());
 }
 
+// S ::= "a" S "b" | "a" S "c" | "": after n a's, 2^n stacks (each level returns to a "b" or a "c"); the set is cut
+// off instead of doubling at every byte.
+TEST(GrammarMatcher, ExponentiallyAmbiguousGrammarsAreCutOffNotSlowedDown) {
+    GrammarBuilder b;
+    const int32_t s = b.add_rule("s");
+    b.set_body(s, b.alt({b.seq(b.seq(b.literal("a"), b.call(s)), b.literal("b")),
+                         b.seq(b.seq(b.literal("a"), b.call(s)), b.literal("c")), b.empty()}));
+    auto g = b.finish(s);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    auto compiled = std::make_shared<const CompiledGrammar>(std::move(*g), vocab_of({"a", "b", "c"}), true);
+    GrammarMatcher m(compiled, {});
+    int accepted = 0;
+    while (accepted < 100 && m.accept_token(0)) ++accepted;
+    EXPECT_GE(accepted, 10);  // 2^12 = kMaxStacks
+    EXPECT_LE(accepted, 13);
+}
+
+TEST(GrammarMatcher, StatesAreClassifiedOnFirstUseAndShared) {
+    auto g = regex_grammar("[a-c]{50}");
+    ASSERT_TRUE(g.is_ok());
+    auto vocab = vocab_of({"a", "b", "c", "ab", "abc"});
+    auto compiled = std::make_shared<const CompiledGrammar>(std::move(*g), vocab, true);
+    EXPECT_EQ(compiled->num_classified_states(), 1);  // the start only
+    GrammarMatcher m(compiled, {});
+    std::vector<uint32_t> words(1);
+    for (int i = 0; i < 5; ++i) {
+        m.fill_next_token_bitmask(words);
+        ASSERT_TRUE(m.accept_token(0));
+    }
+    const int64_t classified = compiled->num_classified_states();
+    EXPECT_EQ(classified, 5);  // the five positions masked
+    GrammarMatcher other(compiled, {});
+    for (int i = 0; i < 5; ++i) {
+        other.fill_next_token_bitmask(words);
+        ASSERT_TRUE(other.accept_token(0));
+    }
+    EXPECT_EQ(compiled->num_classified_states(), classified);
+}
+
 }  // namespace
 }  // namespace taco::structured
