@@ -114,10 +114,12 @@ private:
         return rule;
     }
 
+    // Inline, not a rule: a token such as ' "' then stays inside the rule that writes the separator, so its class
+    // is known without the stack (a called whitespace rule would end inside most tokens that start with a space).
     Result<Fragment> ws() {
-        auto rule = regex_rule("ws", options_.whitespace_pattern.value_or(kDefaultJsonWhitespace));
-        if (!rule) return error("guided_whitespace_pattern: {}", rule.status().message());
-        return b_.call(*rule);
+        auto f = compile_regex(options_.whitespace_pattern.value_or(kDefaultJsonWhitespace), b_);
+        if (!f) return error("guided_whitespace_pattern: {}", f.status().message());
+        return *f;
     }
 
     // seq of pieces with whitespace between them.
@@ -138,9 +140,9 @@ private:
         const int32_t rule = b_.add_rule(name);
         Result<Fragment> body = error("unknown kind");
         if (kind == "string") {
-            auto c = regex_rule("json_char", kJsonChar);
-            if (!c) return c.status();
-            body = b_.seq(b_.seq(b_.literal("\""), b_.star(b_.call(*c))), b_.literal("\""));
+            auto chars = compile_regex(fmt::format("({})*", kJsonChar), b_);
+            if (!chars) return chars.status();
+            body = b_.seq(b_.seq(b_.literal("\""), *chars), b_.literal("\""));
         } else if (kind == "number") {
             body = compile_regex(kNumber, b_);
         } else if (kind == "value") {
@@ -513,14 +515,16 @@ private:
             if (!f) return fail(path, f.status().message());
             inner = *f;
         } else {
-            auto c = regex_rule("json_char", kJsonChar);
+            // The characters inline, not a rule of their own: a token spanning several characters then stays inside
+            // this rule, so its class is known without the stack (CompiledGrammar's accepted set).
+            auto c = compile_regex(kJsonChar, b_);
             if (!c) return c.status();
             if (lengths) {
-                auto r = b_.repeat(b_.call(*c), min_len->value_or(0), *max_len);
+                auto r = b_.repeat(*c, min_len->value_or(0), *max_len);
                 if (!r) return fail(path, r.status().message());
                 inner = *r;
             } else {
-                inner = b_.star(b_.call(*c));
+                inner = b_.star(*c);
             }
         }
         return b_.seq(b_.seq(b_.literal("\""), inner), b_.literal("\""));
