@@ -12,7 +12,7 @@ struct WalkLevels {
 // One token at sorted index `index` whose first `common` bytes equal the previous token's.
 void walk_one(FramePool& pool, const TokenVocab& vocab, size_t index, int32_t common, WalkLevels& levels,
               int32_t& valid, const TokenVisitor& visit) {
-    const std::string& bytes = vocab.bytes(vocab.sorted()[index]);
+    const std::string_view bytes = vocab.sorted_bytes(index);
     if (levels.sets.size() < bytes.size() + 1) {
         levels.sets.resize(bytes.size() + 1);
         levels.escaped.resize(bytes.size() + 1);
@@ -33,7 +33,7 @@ void walk_one(FramePool& pool, const TokenVocab& vocab, size_t index, int32_t co
     visit(index, !dead && (!end.empty() || end.can_finish), levels.escaped[size_t(d)]);
 }
 
-int32_t common_prefix(const std::string& a, const std::string& b) {
+int32_t common_prefix(std::string_view a, std::string_view b) {
     size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
     return int32_t(n);
@@ -53,9 +53,9 @@ void walk_tokens(FramePool& pool, const TokenVocab& vocab, const StackSet& start
         const size_t index = indices[i];
         int32_t common = 0;
         if (i > 0)
-            common = indices[i - 1] + 1 == index ? vocab.lcp(index)
-                                                 : common_prefix(vocab.bytes(vocab.sorted()[indices[i - 1]]),
-                                                                 vocab.bytes(vocab.sorted()[index]));
+            common = indices[i - 1] + 1 == index
+                         ? vocab.lcp(index)
+                         : common_prefix(vocab.sorted_bytes(indices[i - 1]), vocab.sorted_bytes(index));
         walk_one(pool, vocab, index, common, levels, valid, visit);
     }
     pool.release(mark);

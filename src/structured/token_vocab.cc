@@ -20,6 +20,11 @@ TokenVocab::TokenVocab(std::vector<std::optional<std::string>> token_bytes, int6
     std::sort(sorted_.begin(), sorted_.end(), [&](int32_t a, int32_t b) {
         return bytes_[size_t(a)] < bytes_[size_t(b)] || (bytes_[size_t(a)] == bytes_[size_t(b)] && a < b);
     });
+    sorted_offsets_.push_back(0);
+    for (int32_t id : sorted_) {
+        sorted_text_ += bytes_[size_t(id)];
+        sorted_offsets_.push_back(sorted_text_.size());
+    }
     lcp_.assign(sorted_.size(), 0);
     for (size_t i = 1; i < sorted_.size(); ++i) {
         const std::string& a = bytes_[size_t(sorted_[i - 1])];

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -33,6 +34,10 @@ public:
     // Matchable ids in byte order; lcp(i): the common prefix length of sorted()[i - 1] and sorted()[i] (0 at i = 0).
     const std::vector<int32_t>& sorted() const { return sorted_; }
     int32_t lcp(size_t i) const { return lcp_[i]; }
+    // The bytes of sorted()[i], from one buffer in sorted order (a walk over the vocabulary reads it in sequence).
+    std::string_view sorted_bytes(size_t i) const {
+        return std::string_view(sorted_text_).substr(sorted_offsets_[i], sorted_offsets_[i + 1] - sorted_offsets_[i]);
+    }
     // sorted() indices [first_byte_begin(b), first_byte_begin(b + 1)) are the tokens starting with byte b.
     size_t first_byte_begin(int b) const { return first_byte_begin_[size_t(b)]; }
 
@@ -44,6 +49,8 @@ private:
     int64_t vocab_size_ = 0;
     std::vector<int32_t> sorted_;
     std::vector<int32_t> lcp_;
+    std::string sorted_text_;             // the sorted tokens' bytes, concatenated
+    std::vector<size_t> sorted_offsets_;  // [sorted + 1] where each starts in sorted_text_
     std::array<size_t, 257> first_byte_begin_{};
     uint64_t fingerprint_ = 0;
 };
