@@ -38,8 +38,10 @@ const std::map<std::string, std::string>& formats() {
             {"time", time},
             {"date-time", date + "T" + time},
             {"uuid", "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"},
+            // Every part bounded (RFC 5321 allows 64 characters before the '@'), so a model cannot stall in one.
             {"email",
-             "[a-zA-Z0-9_+-]+(\\.[a-zA-Z0-9_+-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)+[a-zA-Z]{2,24}"},
+             "[a-zA-Z0-9_+-]{1,32}(\\.[a-zA-Z0-9_+-]{1,32}){0,2}@([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.){1,3}"
+             "[a-zA-Z]{2,24}"},
             {"ipv4", octet + "(\\." + octet + "){3}"},
         };
     }();
