@@ -57,8 +57,8 @@ bool check_sequence_count(int64_t num_prompts, const SamplingParams& params, con
 }
 
 // Common parameters of both endpoints: model, stream, stream_options, user, sampling keys.
-bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, SamplingParams& params,
-                 ApiError& error) {
+bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, SamplingParams& params, ApiError& error,
+                 const nlohmann::ordered_json* ordered_body) {
     if (present(body, "model")) {
         if (!body.at("model").is_string()) {
             fail(error, "'model' must be a string", "model");
@@ -119,7 +119,8 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
     // Structured output: compiled here, so that a bad schema, regex or grammar is this request's 400.
     std::optional<StructuredRequest> structured;
     const StructuredOutputsConfig defaults;
-    if (!read_structured_output(body, ctx.structured_outputs ? *ctx.structured_outputs : defaults, structured, error))
+    if (!read_structured_output(body, ctx.structured_outputs ? *ctx.structured_outputs : defaults, structured, error,
+                                ordered_body))
         return false;
     if (structured) {
         auto grammar = ctx.engine->compile_structured(structured->spec);
@@ -169,12 +170,13 @@ std::string token_text(const Tokenizer* tokenizer, int32_t token) {
     return tokenizer->decode({token}, false);
 }
 
-std::optional<CompletionJob> parse_completion_request(const json& body, const ParseContext& ctx, ApiError& error) {
+std::optional<CompletionJob> parse_completion_request(const json& body, const ParseContext& ctx, ApiError& error,
+                                                      const nlohmann::ordered_json* ordered_body) {
     if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
     CompletionJob job;
     job.endpoint = Endpoint::kCompletion;
     SamplingParams params;
-    if (!read_common(body, ctx, job, params, error)) return std::nullopt;
+    if (!read_common(body, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
     if (!check_unsupported(body, error)) return std::nullopt;
     if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
@@ -292,7 +294,8 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
     return *rendered;
 }
 
-std::optional<CompletionJob> parse_chat_request(const json& body, const ParseContext& ctx, ApiError& error) {
+std::optional<CompletionJob> parse_chat_request(const json& body, const ParseContext& ctx, ApiError& error,
+                                                const nlohmann::ordered_json* ordered_body) {
     if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
     CompletionJob job;
     job.endpoint = Endpoint::kChat;
@@ -300,7 +303,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     json sampling = body;
     sampling.erase("logprobs");
     SamplingParams params;
-    if (!read_common(sampling, ctx, job, params, error)) return std::nullopt;
+    if (!read_common(sampling, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (!check_unsupported(body, error)) return std::nullopt;
     bool echo = false;
     if (!read_bool(body, "echo", echo, error)) return std::nullopt;

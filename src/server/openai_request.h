@@ -57,10 +57,13 @@ struct ParseContext {
     const StructuredOutputsConfig* structured_outputs = nullptr;  // --structured-outputs-config; null: defaults
 };
 
-// The body must already be a parsed JSON value.
+// The body must already be a parsed JSON value. ordered_body (optional): the same body with its keys in the
+// request's order, for the property order of structured-output schemas.
 std::optional<CompletionJob> parse_completion_request(const nlohmann::json& body, const ParseContext& ctx,
-                                                      ApiError& error);
-std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx, ApiError& error);
+                                                      ApiError& error,
+                                                      const nlohmann::ordered_json* ordered_body = nullptr);
+std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx, ApiError& error,
+                                                const nlohmann::ordered_json* ordered_body = nullptr);
 
 // Renders chat messages with the template (shared by /v1/chat/completions and /tokenize). `body` holds
 // messages, add_generation_prompt (default true), chat_template_kwargs.

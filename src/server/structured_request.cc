@@ -10,6 +10,7 @@ namespace taco::server {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
 using structured::StructuredKind;
 using structured::StructuredOutputSpec;
 
@@ -23,16 +24,23 @@ bool fail(ApiError& error, std::string message, std::string param) {
 
 bool present(const json& body, const char* key) { return body.contains(key) && !body.at(key).is_null(); }
 
-// A schema given as an object or as its JSON text (guided_json takes both).
-bool read_schema(const json& value, const std::string& param, StructuredOutputSpec& spec, ApiError& error) {
+// The member `key` of an ordered object, or null.
+const ojson* child(const ojson* object, const char* key) {
+    return object && object->is_object() && object->contains(key) ? &object->at(key) : nullptr;
+}
+
+// A schema given as an object or as its JSON text (guided_json takes both). `ordered`: the same value with its keys
+// in the request's order (properties are generated in it), when the caller has it.
+bool read_schema(const json& value, const std::string& param, StructuredOutputSpec& spec, ApiError& error,
+                 const ojson* ordered) {
     if (value.is_string()) {
         try {
-            spec.text = json::parse(value.get<std::string>()).dump();
+            spec.text = ojson::parse(value.get<std::string>()).dump();
         } catch (const std::exception& e) {
             return fail(error, fmt::format("'{}' is not valid JSON: {}", param, e.what()), param);
         }
     } else if (value.is_object() || value.is_boolean()) {
-        spec.text = value.dump();
+        spec.text = ordered && ordered->type() == ojson(value).type() ? ordered->dump() : value.dump();
     } else {
         return fail(error, fmt::format("'{}' must be a JSON schema (an object or its JSON text)", param), param);
     }
@@ -67,8 +75,8 @@ bool claim(std::optional<std::string>& source, const std::string& param, ApiErro
     return true;
 }
 
-bool read_response_format(const json& format, std::optional<std::string>& source, StructuredOutputSpec& spec,
-                          ApiError& error) {
+bool read_response_format(const json& format, const ojson* ordered, std::optional<std::string>& source,
+                          StructuredOutputSpec& spec, ApiError& error) {
     if (!format.is_object() || !format.contains("type") || !format.at("type").is_string())
         return fail(error, "'response_format' must be an object with a string 'type'", "response_format");
     const std::string type = format.at("type").get<std::string>();
@@ -92,20 +100,22 @@ bool read_response_format(const json& format, std::optional<std::string>& source
         if (present(js, "strict") && !js.at("strict").is_boolean())
             return fail(error, "response_format.json_schema.strict must be true or false", "response_format");
         if (!claim(source, "response_format", error)) return false;
-        return read_schema(js.at("schema"), "response_format", spec, error);
+        return read_schema(js.at("schema"), "response_format", spec, error,
+                           child(child(ordered, "json_schema"), "schema"));
     }
     return fail(error, fmt::format("response_format type '{}' is not supported (text, json_object, json_schema)", type),
                 "response_format");
 }
 
-bool read_structured_outputs_object(const json& so, std::optional<std::string>& source, StructuredOutputSpec& spec,
-                                    bool& no_whitespace, ApiError& error) {
+bool read_structured_outputs_object(const json& so, const ojson* ordered, std::optional<std::string>& source,
+                                    StructuredOutputSpec& spec, bool& no_whitespace, ApiError& error) {
     if (!so.is_object()) return fail(error, "'structured_outputs' must be an object", "structured_outputs");
     for (const auto& [key, value] : so.items()) {
         if (value.is_null()) continue;
         const std::string param = "structured_outputs." + key;
         if (key == "json") {
-            if (!claim(source, param, error) || !read_schema(value, param, spec, error)) return false;
+            if (!claim(source, param, error) || !read_schema(value, param, spec, error, child(ordered, "json")))
+                return false;
         } else if (key == "regex") {
             if (!claim(source, param, error) || !read_string(value, param, spec.text, error)) return false;
             spec.kind = StructuredKind::kRegex;
@@ -173,16 +183,18 @@ Result<StructuredOutputsConfig> StructuredOutputsConfig::from_json_text(const st
 }
 
 bool read_structured_output(const json& body, const StructuredOutputsConfig& config,
-                            std::optional<StructuredRequest>& out, ApiError& error) {
+                            std::optional<StructuredRequest>& out, ApiError& error, const ojson* ordered_body) {
     out.reset();
     StructuredOutputSpec spec;
     spec.no_additional_properties = config.disable_additional_properties;
     bool no_whitespace = config.disable_any_whitespace;
     std::optional<std::string> source;  // the field the constraint came from
-    if (present(body, "response_format") && !read_response_format(body.at("response_format"), source, spec, error))
+    if (present(body, "response_format") &&
+        !read_response_format(body.at("response_format"), child(ordered_body, "response_format"), source, spec, error))
         return false;
     if (present(body, "guided_json")) {
-        if (!claim(source, "guided_json", error) || !read_schema(body.at("guided_json"), "guided_json", spec, error))
+        if (!claim(source, "guided_json", error) ||
+            !read_schema(body.at("guided_json"), "guided_json", spec, error, child(ordered_body, "guided_json")))
             return false;
     }
     if (present(body, "guided_regex")) {
@@ -203,7 +215,8 @@ bool read_structured_output(const json& body, const StructuredOutputsConfig& con
         spec.kind = StructuredKind::kGrammar;
     }
     if (present(body, "structured_outputs") &&
-        !read_structured_outputs_object(body.at("structured_outputs"), source, spec, no_whitespace, error))
+        !read_structured_outputs_object(body.at("structured_outputs"), child(ordered_body, "structured_outputs"),
+                                        source, spec, no_whitespace, error))
         return false;
     if (present(body, "guided_whitespace_pattern")) {
         std::string pattern;

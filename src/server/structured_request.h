@@ -34,8 +34,10 @@ struct StructuredRequest {
 };
 
 // The constraint the request asks for, or nullopt (none, or response_format "text"). False with `error` set on a
-// bad field.
+// bad field. ordered_body: the same body with its keys in the request's order (a schema's properties are generated in
+// that order), or null (then in sorted order).
 bool read_structured_output(const nlohmann::json& body, const StructuredOutputsConfig& config,
-                            std::optional<StructuredRequest>& out, ApiError& error);
+                            std::optional<StructuredRequest>& out, ApiError& error,
+                            const nlohmann::ordered_json* ordered_body = nullptr);
 
 }  // namespace taco::server

@@ -151,6 +151,21 @@ TEST(ServerStructuredOutput, BadConstraintsAre400sNamingTheProblem) {
     EXPECT_EQ(with({{"guided_regex", "ok"}}).status, 200);
 }
 
+// The schema's properties come out in the request's key order, not sorted (the body is read in order for them).
+TEST(ServerStructuredOutput, PropertiesFollowTheRequestKeyOrder) {
+    TestServer s(kDemo);
+    const std::string body = R"({"prompt": "x", "max_tokens": 80, "seed": 1, "guided_json": {"type": "object",
+        "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "boolean"}, "mid": {"enum": [1, 2]}},
+        "required": ["zeta", "alpha", "mid"], "additionalProperties": false}})";
+    HttpResult r = http_call(s.port, "POST", "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string text = r.json()["choices"][0]["text"].get<std::string>();
+    const size_t zeta = text.find("\"zeta\""), alpha = text.find("\"alpha\""), mid = text.find("\"mid\"");
+    ASSERT_NE(mid, std::string::npos) << text;
+    EXPECT_LT(zeta, alpha) << text;
+    EXPECT_LT(alpha, mid) << text;
+}
+
 TEST(ServerStructuredOutput, ServerConfigSetsTheDefaults) {
     auto config = StructuredOutputsConfig::from_json_text(
         R"({"backend": "xgrammar", "disable_any_whitespace": true, "disable_additional_properties": true})");
