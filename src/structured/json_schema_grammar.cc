@@ -358,6 +358,89 @@ private:
         return a;
     }
 
+    // ---- oneOf: branches that no value can match both (a sufficient test; anything else is refused) ----
+    // Kinds a schema can match: null, boolean, string, integer, fraction (a non-integer number), object, array.
+    static std::set<std::string> kinds_of_value(const ojson& v) {
+        if (v.is_null()) return {"null"};
+        if (v.is_boolean()) return {"boolean"};
+        if (v.is_string()) return {"string"};
+        if (v.is_number()) return {std::floor(v.get<double>()) == v.get<double>() ? "integer" : "fraction"};
+        if (v.is_object()) return {"object"};
+        return {"array"};
+    }
+    static std::set<std::string> kinds(const ojson& s) {
+        const std::set<std::string> all = {"null", "boolean", "string", "integer", "fraction", "object", "array"};
+        if (!s.is_object()) return all;
+        std::set<std::string> out;
+        if (s.contains("const")) return kinds_of_value(s.at("const"));
+        if (s.contains("enum") && s.at("enum").is_array()) {
+            for (const ojson& v : s.at("enum")) out.merge(kinds_of_value(v));
+            return out;
+        }
+        if (!s.contains("type")) return all;
+        const ojson& t = s.at("type");
+        std::vector<std::string> types;
+        if (t.is_string()) types.push_back(t.get<std::string>());
+        if (t.is_array())
+            for (const ojson& x : t)
+                if (x.is_string()) types.push_back(x.get<std::string>());
+        for (const std::string& type : types) {
+            if (type == "number") {
+                out.insert("integer");
+                out.insert("fraction");
+            } else {
+                out.insert(type);
+            }
+        }
+        return out;
+    }
+    // The values a schema allows when it lists them (const / enum).
+    static std::optional<std::vector<ojson>> listed_values(const ojson& s) {
+        if (!s.is_object()) return std::nullopt;
+        if (s.contains("const")) return std::vector<ojson>{s.at("const")};
+        if (s.contains("enum") && s.at("enum").is_array())
+            return std::vector<ojson>(s.at("enum").begin(), s.at("enum").end());
+        return std::nullopt;
+    }
+    bool disjoint(const ojson& a, const ojson& b, const std::string& path, int depth = 0) {
+        if (depth > 8) return false;
+        std::set<std::string> ka = kinds(a), kb = kinds(b), both;
+        for (const std::string& k : ka)
+            if (kb.count(k)) both.insert(k);
+        if (both.empty()) return true;
+        const auto va = listed_values(a), vb = listed_values(b);
+        if (va && vb) {
+            bool common = false;
+            for (const ojson& x : *va)
+                for (const ojson& y : *vb) common = common || x == y;
+            if (!common) return true;
+        }
+        if (both != std::set<std::string>{"object"} || !a.is_object() || !b.is_object()) return false;
+        const ojson none = ojson::object(), no_list = ojson::array();
+        const ojson& pa = a.contains("properties") ? a.at("properties") : none;
+        const ojson& pb = b.contains("properties") ? b.at("properties") : none;
+        const ojson& ra = a.contains("required") ? a.at("required") : no_list;
+        const ojson& rb = b.contains("required") ? b.at("required") : no_list;
+        auto has = [](const ojson& list, const std::string& name) {
+            return list.is_array() && std::find(list.begin(), list.end(), ojson(name)) != list.end();
+        };
+        // A property both require, with values that cannot be equal (a discriminator).
+        for (const auto& [name, sa] : pa.items()) {
+            if (!pb.contains(name) || !has(ra, name) || !has(rb, name)) continue;
+            auto xa = resolve(sa, path), xb = resolve(pb.at(name), path);
+            if (xa && xb && disjoint(*xa, *xb, path, depth + 1)) return true;
+        }
+        // A property one requires that the other, closed, does not allow.
+        auto closed = [&](const ojson& s) {
+            return s.value("additionalProperties", ojson(!options_.no_additional_properties)) == false;
+        };
+        for (const ojson& name : ra)
+            if (name.is_string() && !pb.contains(name.get<std::string>()) && closed(b)) return true;
+        for (const ojson& name : rb)
+            if (name.is_string() && !pa.contains(name.get<std::string>()) && closed(a)) return true;
+        return false;
+    }
+
     Result<Fragment> schema_fragment(const ojson& schema_in, const std::string& path, int depth) {
         if (depth > kMaxSchemaDepth) return fail(path, "schemas nest too deeply");
         if (schema_in.is_boolean()) {
@@ -406,6 +489,7 @@ private:
             bool rest_constrains = false;
             for (const auto& [k, v] : rest.items()) rest_constrains = rest_constrains || !annotations().count(k);
             std::vector<Fragment> choices;
+            std::vector<ojson> resolved;  // oneOf: the branches as generated, for the exclusivity check
             for (size_t i = 0; i < branches.size(); ++i) {
                 const std::string where = fmt::format("{}/{}/{}", path, key, i);
                 ojson branch = branches[i];
@@ -413,6 +497,18 @@ private:
                     auto merged = merge(rest, branch, where);
                     if (!merged) return merged.status();
                     branch = *merged;
+                }
+                if (std::string(key) == "oneOf") {
+                    auto r = resolve(branch, where);
+                    if (!r) return r.status();
+                    for (size_t j = 0; j < resolved.size(); ++j)
+                        if (!disjoint(resolved[j], *r, where))
+                            return fail(path, fmt::format("oneOf branches {} and {} can both match one value, which "
+                                                          "oneOf forbids; make them disjoint (other types, or a "
+                                                          "required property with other const / enum values) or use "
+                                                          "anyOf",
+                                                          j, i));
+                    resolved.push_back(*r);
                 }
                 auto rule = schema_rule(branch, where, depth);
                 if (!rule) return rule.status();

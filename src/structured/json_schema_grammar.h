@@ -9,8 +9,10 @@
 //
 // Where the output is a subset: properties come in the schema's key order and optional ones may be left out;
 // additional properties are generated only for objects without "properties" (a map); numbers with bounds have
-// no exponent; oneOf is generated as anyOf (its branches must not overlap for the output to match exactly one);
-// a date never falls on February 29. Whitespace between tokens follows JsonSchemaOptions::whitespace_pattern.
+// no exponent; a date never falls on February 29. oneOf needs branches that no value can match both (other types,
+// a required property with other const / enum values, or a required property the other, closed, branch lacks);
+// other oneOfs are errors, since the output could match two branches. Whitespace between tokens follows
+// JsonSchemaOptions::whitespace_pattern.
 #pragma once
 
 #include <optional>

@@ -104,6 +104,22 @@ TEST(JsonSchemaGrammar, NumbersHonourBounds) {
     EXPECT_FALSE(matches(i, "1.5"));
 }
 
+TEST(JsonSchemaGrammar, OneOfWithDisjointBranchesIsAccepted) {
+    for (const char* schema : {
+             R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})",
+             R"({"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                 "required": ["kind"]}, {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}},
+                 "required": ["kind"]}]})",
+             R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                 "additionalProperties": false}, {"type": "object", "properties": {"b": {"type": "integer"}},
+                 "required": ["b"], "additionalProperties": false}]})",
+             R"({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0.5, "maximum": 0.75}]})",
+         }) {
+        auto g = json_schema_grammar(ojson::parse(schema));
+        EXPECT_EQ(g.is_ok(), std::string(schema).find("0.5") == std::string::npos) << schema;
+    }
+}
+
 TEST(JsonSchemaGrammar, RefsAndRecursion) {
     const Grammar g = schema_grammar(R"({"$defs": {"node": {"type": "object", "properties": {
         "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
@@ -124,6 +140,10 @@ TEST(JsonSchemaGrammar, UnsupportedKeywordsAreErrorsNamingThem) {
         {R"({"type": "object", "properties": {"a": {"type": "wat"}}})", "unknown type 'wat'"},
         {R"({"type": "string", "pattern": "(a)\\1"})", "backreferences"},
         {R"({"allOf": [{"type": "string"}, {"type": "integer"}]})", "do not intersect"},
+        {R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", "oneOf branches 0 and 1"},
+        {R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}},
+            {"type": "object", "properties": {"b": {"type": "integer"}}}]})",
+         "oneOf branches 0 and 1"},
         {R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false}, {"properties": {"b": {}},
             "required": ["b"]}]})",
          "'b' is excluded"},
@@ -158,6 +178,9 @@ TEST(JsonSchemaGrammar, RandomWalksUnderTheMaskValidate) {
             {"properties": {"b": {"type": "string", "minLength": 1}}, "required": ["b"]}]})",
         R"({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}})",
         R"({"type": "string", "pattern": "ab|cd"})",
+        R"({"oneOf": [{"type": "object", "properties": {"t": {"const": 1}, "v": {"type": "string", "maxLength": 3}},
+            "required": ["t"]}, {"type": "object", "properties": {"t": {"const": 2}}, "required": ["t"]},
+            {"type": ["integer", "null"]}]})",
     };
     auto vocab = testing::json_vocab();
     std::mt19937 rng(1234);
