@@ -103,6 +103,7 @@ void masks_along_call(benchmark::State& state, bool warm) {
     state.counters["p90_us"] = times_us[times_us.size() * 9 / 10];
     state.counters["max_us"] = times_us.back();
     state.counters["steps"] = double(f->call_ids.size());
+    if (shared) state.counters["mask_kib"] = double(shared->mask_bytes()) / 1024;
 }
 
 void BM_MaskPerTokenCold(benchmark::State& state) { masks_along_call(state, false); }

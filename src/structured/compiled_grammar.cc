@@ -93,14 +93,17 @@ CompiledGrammar::StateMasks classify_tokens(const Grammar& grammar, const TokenV
     start.tops.push_back(pool.intern(state, kOpenParent));
     const size_t words = size_t(vocab.num_mask_words());
     walk_all_tokens(pool, grammar, vocab, start, [&](size_t index, bool alive, bool escaped) {
-        if (alive) {
-            if (m.accepted.empty()) m.accepted.assign(words, 0);
-            const int32_t id = vocab.sorted()[index];
-            m.accepted[size_t(id) / 32] |= uint32_t(1) << (id % 32);
-        } else if (escaped) {
+        if (alive)
+            m.accepted_ids.push_back(vocab.sorted()[index]);
+        else if (escaped)
             m.uncertain.push_back(uint32_t(index));
-        }
     });
+    if (m.accepted_ids.size() > words) {
+        m.accepted.assign(words, 0);
+        for (int32_t id : m.accepted_ids) m.accepted[size_t(id) / 32] |= uint32_t(1) << (id % 32);
+        m.accepted_ids = {};
+    }
+    m.uncertain.shrink_to_fit();
     return m;
 }
 
@@ -136,7 +139,7 @@ size_t CompiledGrammar::mask_bytes() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t total = 0;
     for (const auto& m : masks_)
-        if (m) total += (m->accepted.size() + m->uncertain.size()) * sizeof(uint32_t);
+        if (m) total += (m->accepted_ids.size() + m->accepted.size() + m->uncertain.size()) * sizeof(uint32_t);
     return total;
 }
 

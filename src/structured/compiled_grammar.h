@@ -36,7 +36,10 @@ public:
     bool precomputed() const { return precompute_; }
 
     struct StateMasks {
-        std::vector<uint32_t> accepted;   // [vocab/32] bitmask, or empty: nothing accepted
+        // The accepted tokens as ids when that is smaller than a bitmask (most states admit a few tokens), else as a
+        // [vocab/32] bitmask (the states inside strings admit most); both empty: none.
+        std::vector<int32_t> accepted_ids;
+        std::vector<uint32_t> accepted;
         std::vector<uint32_t> uncertain;  // TokenVocab::sorted() indices, ascending
     };
     // The masks of a state with byte edges (precomputed() only), classified now if no matcher stood there before.

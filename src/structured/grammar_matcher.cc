@@ -68,6 +68,7 @@ int64_t GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> words) {
                 const CompiledGrammar::StateMasks& m = grammar_->state_masks(s);
                 if (!m.accepted.empty())
                     for (size_t w = 0; w < words.size(); ++w) words[w] |= m.accepted[w];
+                for (int32_t id : m.accepted_ids) allow(id);
                 uncertain_.insert(uncertain_.end(), m.uncertain.begin(), m.uncertain.end());
             }
             if (states.size() > 1) {

@@ -1,5 +1,7 @@
 #include "structured/structured_output.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "structured/ebnf_parser.h"
@@ -72,7 +74,10 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::get(const Structure
     if (auto found = index_.find(key); found != index_.end()) return found->second->second;
     lru_.emplace_front(key, compiled);
     index_[key] = lru_.begin();
-    while (lru_.size() > capacity_) {
+    size_t mask_bytes = 0;
+    for (const Entry& e : lru_) mask_bytes += e.second->mask_bytes();
+    while (lru_.size() > capacity_ || (lru_.size() > 1 && mask_bytes > max_mask_bytes_)) {
+        mask_bytes -= std::min(mask_bytes, lru_.back().second->mask_bytes());
         index_.erase(lru_.back().first);
         lru_.pop_back();
     }

@@ -36,7 +36,10 @@ Result<Grammar> build_grammar(const StructuredOutputSpec& spec);
 // being compiled by one caller may be compiled again by another meanwhile (the first to finish is kept).
 class GrammarCache {
 public:
-    explicit GrammarCache(size_t capacity = 256) : capacity_(capacity) {}
+    // Past `capacity` grammars, or past `max_mask_bytes` of classified token masks in all (they grow as matchers
+    // visit states), the least recently used are dropped (matchers holding one keep it alive).
+    explicit GrammarCache(size_t capacity = 256, size_t max_mask_bytes = size_t(1) << 30)
+        : capacity_(capacity), max_mask_bytes_(max_mask_bytes) {}
 
     Result<std::shared_ptr<const CompiledGrammar>> get(const StructuredOutputSpec& spec,
                                                        const std::shared_ptr<const TokenVocab>& vocab);
@@ -46,6 +49,7 @@ public:
 private:
     using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
     size_t capacity_;
+    size_t max_mask_bytes_;
     mutable std::mutex mutex_;
     std::list<Entry> lru_;  // most recent first
     std::unordered_map<std::string, std::list<Entry>::iterator> index_;

@@ -48,6 +48,11 @@ TEST(StructuredOutput, CacheCompilesEachSpecOncePerVocabulary) {
     EXPECT_EQ(cache.size(), 2u);
     ASSERT_TRUE(cache.get(a, v1).is_ok());
     EXPECT_EQ(cache.num_compiled(), 4);
+    // A byte budget smaller than one grammar's masks keeps only the newest.
+    GrammarCache tight(10, 1);
+    ASSERT_TRUE(tight.get(a, v1).is_ok());
+    ASSERT_TRUE(tight.get(b, v1).is_ok());
+    EXPECT_EQ(tight.size(), 1u);
     auto bad = cache.get(spec_of(StructuredKind::kJsonSchema, "{not json"), v1);
     ASSERT_FALSE(bad.is_ok());
     EXPECT_NE(bad.status().message().find("not valid JSON"), std::string::npos);
