@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "core/thread_pool.h"
 #include "engine/model_loading.h"
 #include "exec/kv_sizing.h"
 #ifdef TACO_WITH_CUDA
@@ -374,11 +375,46 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
         // Streamed samples need no logprob unless asked for (params.logprobs); best_of ranks by it.
         draw.sampled_logprob = !group.streams_deltas();
     }
+    // Structured output: each constrained sample's bitmask of the tokens its grammar allows next, one row of
+    // token_masks_ per such draw, computed in parallel (each matcher is its own sample's).
+    std::vector<size_t> masked;
+    for (size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].sample->matcher) masked.push_back(i);
+    TensorView sample_logits = logits;
+    if (!masked.empty()) {
+        const size_t words = size_t(rows[masked[0]].sample->matcher->grammar().vocab().num_mask_words());
+        token_masks_.assign(masked.size() * words, 0u);
+        ThreadPool::global().parallel_for(int64_t(masked.size()), 1, [&](int64_t begin, int64_t end) {
+            for (int64_t m = begin; m < end; ++m) {
+                const std::span<uint32_t> mask(token_masks_.data() + size_t(m) * words, words);
+                rows[masked[size_t(m)]].sample->matcher->fill_next_token_bitmask(mask);
+            }
+        });
+        for (size_t m = 0; m < masked.size(); ++m)
+            draws[masked[m]].allowed_tokens = std::span<const uint32_t>(token_masks_.data() + m * words, words);
+        // The device sampler takes no mask: a step with one samples on the host, which draws the same tokens from
+        // the same logits (exec/device_batch_sampler.h).
+        if (logits.device != Device::kCpu) sample_logits = runner_->host_logits();
+    }
     std::vector<SampledToken> tokens(rows.size());
-    sampler_.sample(runner_->executor().context(), logits, draws, tokens);
+    sampler_.sample(runner_->executor().context(), sample_logits, draws, tokens);
     return tokens;
 }
 // ---- End of sampling --------------------------------------------------------------------------------------------
+
+Result<std::shared_ptr<const structured::CompiledGrammar>> Engine::compile_structured(
+    const structured::StructuredOutputSpec& spec) const {
+    std::shared_ptr<const structured::TokenVocab> vocab;
+    {
+        std::lock_guard<std::mutex> lock(structured_mutex_);
+        if (!token_vocab_) {
+            if (!tokenizer_) return error("structured output needs the model's tokenizer, and this model has none");
+            token_vocab_ = structured::TokenVocab::from_tokenizer(*tokenizer_, runner_->config().vocab_size);
+        }
+        vocab = token_vocab_;
+    }
+    return grammar_cache_.get(spec, vocab);
+}
 
 void Engine::fork_samples(RequestGroup& group) {
     const Request& parent = *scheduler_->find(group.id());
@@ -399,8 +435,23 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, const Sampl
     // The sampler also gives the sampled token's logprob for best_of's ranking; it is shown only when asked for.
     const SampleLogprobs* shown = group.params().logprobs && sampled.logprobs ? &*sampled.logprobs : nullptr;
     const double logprob = sampled.logprobs ? sampled.logprobs->sampled.logprob : 0;
-    const std::optional<FinishReason> reason = group.output().append_token(
-        sample.index, sampled.token, shown, logprob, r.num_tokens() >= scheduler_config_.max_model_len);
+    // Structured output: the matcher follows the token; a complete grammar ends the sample with "stop". A token the
+    // grammar refuses comes only from a step whose mask allowed nothing (no token of the vocabulary spells what the
+    // grammar needs): the sample is aborted rather than continued off the grammar.
+    bool grammar_complete = false, grammar_refused = false;
+    if (sample.matcher) {
+        grammar_refused = !sample.matcher->accept_token(sampled.token);
+        grammar_complete = !grammar_refused && sample.matcher->is_terminated();
+    }
+    std::optional<FinishReason> reason =
+        group.output().append_token(sample.index, sampled.token, shown, logprob,
+                                    r.num_tokens() >= scheduler_config_.max_model_len, grammar_complete);
+    if (!reason && grammar_refused) {
+        log_warn("request {}: token {} is outside its grammar (no token could continue it); aborted", sample.request_id,
+                 sampled.token);
+        group.output().finish(sample.index, FinishReason::kAbort);
+        reason = FinishReason::kAbort;
+    }
     if (!reason) return;
     switch (*reason) {
         case FinishReason::kLength: finish_sample(group, sample, RequestStatus::kFinishedLength); return;

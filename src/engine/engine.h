@@ -26,6 +26,7 @@
 #include "exec/model_runner.h"
 #include "exec/sampling_params.h"
 #include "sched/scheduler.h"
+#include "structured/structured_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace taco {
@@ -71,6 +72,11 @@ public:
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     int64_t max_model_len() const { return scheduler_config_.max_model_len; }
 
+    // Structured output: the grammar of `spec` compiled against this model's vocabulary (cached by spec), for
+    // SamplingParams::grammar. Errors say what is wrong with the schema, regex or grammar. Thread-safe.
+    Result<std::shared_ptr<const structured::CompiledGrammar>> compile_structured(
+        const structured::StructuredOutputSpec& spec) const;
+
 private:
     // One row of a step's logits that a sample draws its next token from.
     struct SampleRow {
@@ -109,7 +115,14 @@ private:
     // Owned by the step thread.
     std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
-    LogitsSampler sampler_;  // BatchSampler or DeviceBatchSampler, by where the logits are
+    LogitsSampler sampler_;              // BatchSampler or DeviceBatchSampler, by where the logits are
+    std::vector<uint32_t> token_masks_;  // [masked draws of a step, vocab/32] the grammar bitmasks of sample_rows
+
+    // Structured output: the vocabulary's token bytes (built at the first request that needs them) and the
+    // compiled grammars.
+    mutable std::mutex structured_mutex_;  // guards token_vocab_
+    mutable std::shared_ptr<const structured::TokenVocab> token_vocab_;
+    mutable structured::GrammarCache grammar_cache_;
 
     mutable std::mutex mutex_;  // guards everything below
     std::condition_variable wake_;

@@ -37,7 +37,8 @@ OutputProcessor::SampleText& OutputProcessor::sample(int64_t index) {
 }
 
 std::optional<FinishReason> OutputProcessor::append_token(int64_t index, int32_t token, const SampleLogprobs* logprobs,
-                                                          double token_logprob, bool at_max_model_len) {
+                                                          double token_logprob, bool at_max_model_len,
+                                                          bool grammar_complete) {
     SampleText& s = sample(index);
     s.output_ids.push_back(token);
     s.cumulative_logprob += token_logprob;
@@ -60,7 +61,7 @@ std::optional<FinishReason> OutputProcessor::append_token(int64_t index, int32_t
     if (step.stopped) {
         reason = FinishReason::kStop;
         out.stop_reason = s.stop_checker->stop_strings()[size_t(step.stop_index)];
-    } else if (is_stop_token || is_eos) {
+    } else if (is_stop_token || is_eos || grammar_complete) {
         reason = FinishReason::kStop;
         if (is_stop_token && !is_eos) out.stop_reason = std::to_string(token);
     } else if (int64_t(s.output_ids.size()) >= p.max_tokens || at_max_model_len) {

@@ -45,8 +45,11 @@ public:
 
     // Appends a sampled token to sample `index`; `token_logprob` adds to its cumulative logprob; `at_max_model_len`:
     // the sequence has reached the context limit with it. Returns the finish reason when the token ends the sample.
+    // grammar_complete: the structured-output grammar has matched completely with this token (finish reason
+    // "stop", after stop strings and tokens, before length).
     std::optional<FinishReason> append_token(int64_t index, int32_t token, const SampleLogprobs* logprobs,
-                                             double token_logprob, bool at_max_model_len);
+                                             double token_logprob, bool at_max_model_len,
+                                             bool grammar_complete = false);
     // Ends sample `index` without a token (abort; max_tokens 0). Held-back text is dropped, as vLLM does.
     void finish(int64_t index, FinishReason reason);
 

@@ -29,6 +29,7 @@ RequestGroup::RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const 
     TACO_CHECK_GE(num_samples_, 1);
     if (!params.ignore_eos)
         min_tokens_suppressed_ids_.insert(min_tokens_suppressed_ids_.end(), eos_token_ids.begin(), eos_token_ids.end());
+    grammar_end_ids_ = min_tokens_suppressed_ids_;
     samples_.reserve(size_t(num_samples_));
 }
 
@@ -50,12 +51,18 @@ uint64_t RequestGroup::seed_of(int64_t index) const {
     return index == 0 ? group_seed : mix_seed(group_seed, uint64_t(index));
 }
 
+std::shared_ptr<structured::GrammarMatcher> RequestGroup::new_matcher() const {
+    if (!params_.grammar) return nullptr;
+    return std::make_shared<structured::GrammarMatcher>(params_.grammar, grammar_end_ids_);
+}
+
 SampleState& RequestGroup::start() {
     TACO_CHECK(samples_.empty());
     SampleState& s = samples_.emplace_back();
     s.request_id = id_;
     s.index = 0;
     s.seed = seed_of(0);
+    s.matcher = new_matcher();
     output_.add_sample(0);
     return s;
 }
@@ -73,6 +80,7 @@ std::vector<std::unique_ptr<Request>> RequestGroup::fork(const Request& parent,
         s.request_id = child->id;
         s.index = i;
         s.seed = seed_of(i);
+        s.matcher = new_matcher();  // the parent has accepted no token yet: forks happen at its first draw
         output_.add_sample(i);
         children.push_back(std::move(child));
     }

@@ -23,6 +23,7 @@
 #include "engine/output_stream.h"
 #include "exec/sampling_params.h"
 #include "sched/request.h"
+#include "structured/grammar_matcher.h"
 
 namespace taco {
 
@@ -32,6 +33,8 @@ struct SampleState {
     int64_t index = 0;
     uint64_t seed = 0;  // SamplingRow::seed of every token this sample draws
     bool finished = false;
+    // Structured output (params.grammar): where this sample's tokens are in the grammar; null without one.
+    std::shared_ptr<structured::GrammarMatcher> matcher;
 };
 
 class RequestGroup {
@@ -80,12 +83,16 @@ public:
 
 private:
     uint64_t seed_of(int64_t index) const;
+    // A matcher of params.grammar for a new sample (null without a grammar).
+    std::shared_ptr<structured::GrammarMatcher> new_matcher() const;
 
     RequestId id_;
     SamplingParams params_;
     int64_t num_samples_;
     uint64_t engine_seed_;
     std::vector<int32_t> min_tokens_suppressed_ids_;
+    std::vector<int32_t>
+        grammar_end_ids_;  // the tokens that end a grammar's match: stop token ids, EOS unless ignore_eos
     std::shared_ptr<OutputStream> stream_;
     OutputProcessor output_;
     std::vector<SampleState> samples_;

@@ -84,6 +84,7 @@ private:
 }  // namespace
 
 struct BatchSampler::Scratch {
+    std::vector<float> masked;       // [vocab] a row after the grammar mask
     std::vector<float> logits;       // [vocab] a row after suppressed ids, logit_bias and penalties
     std::vector<int32_t> counts;     // [vocab] occurrences in the output; all 0 between draws
     std::vector<uint8_t> in_prompt;  // [vocab] all 0 between draws
@@ -127,6 +128,18 @@ void apply_penalties(std::span<float> logits, const SamplingRow& row, std::vecto
         counts[i] = 0;
         in_prompt[i] = 0;
     }
+}
+
+// Step 0: tokens the grammar mask leaves out to -inf. A mask that allows nothing is not applied.
+void apply_token_mask(std::span<float> logits, std::span<const uint32_t> allowed) {
+    const size_t vocab = logits.size();
+    TACO_CHECK_MSG(allowed.size() == (vocab + 31) / 32, "token mask of {} words for a vocabulary of {}", allowed.size(),
+                   vocab);
+    bool any = false;
+    for (uint32_t w : allowed) any = any || w != 0;
+    if (!any) return;
+    for (size_t i = 0; i < vocab; ++i)
+        if (!((allowed[i / 32] >> (i % 32)) & 1)) logits[i] = -std::numeric_limits<float>::infinity();
 }
 
 void process_in_place(std::span<float> logits, const SamplingRow& row, std::vector<int32_t>& counts,
@@ -185,6 +198,7 @@ void BatchSampler::process_logits(std::span<float> logits, const SamplingRow& ro
     TACO_CHECK(row.params != nullptr);
     std::vector<int32_t> counts, touched;
     std::vector<uint8_t> in_prompt;
+    if (!row.allowed_tokens.empty()) apply_token_mask(logits, row.allowed_tokens);
     process_in_place(logits, row, counts, in_prompt, touched);
 }
 
@@ -201,15 +215,22 @@ void BatchSampler::sample_with(std::span<const float> raw, const SamplingRow& ro
     TACO_CHECK(row.params != nullptr);
     TACO_CHECK(!raw.empty());
     const SamplingParams& p = *row.params;
-    std::span<const float> logits = raw;
+    // What the logprobs read: the model's logits, after the grammar mask when there is one.
+    std::span<const float> source = raw;
+    if (!row.allowed_tokens.empty()) {
+        scratch.masked.assign(raw.begin(), raw.end());
+        apply_token_mask(scratch.masked, row.allowed_tokens);
+        source = scratch.masked;
+    }
+    std::span<const float> logits = source;
     if (changes_logits(row)) {
-        scratch.logits.assign(raw.begin(), raw.end());
+        scratch.logits.assign(source.begin(), source.end());
         process_in_place(scratch.logits, row, scratch.counts, scratch.in_prompt, scratch.touched);
         logits = scratch.logits;
     }
     out.token = p.greedy() ? argmax_token(logits) : draw_token(logits, row, scratch.filter);
     out.logprobs.reset();
-    if (p.logprobs || row.sampled_logprob) out.logprobs = logprobs_of(raw, out.token, p.logprobs.value_or(0));
+    if (p.logprobs || row.sampled_logprob) out.logprobs = logprobs_of(source, out.token, p.logprobs.value_or(0));
 }
 
 void BatchSampler::sample(const TensorView& logits, std::span<const SamplingRow> rows, std::span<SampledToken> out) {

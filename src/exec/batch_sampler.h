@@ -1,6 +1,8 @@
 // Samples the next token of every row of a step in one call, each row with its own parameters, in vLLM v1's
 // order (vllm/v1/sample/sampler.py):
 //   1. logprobs, when asked for, from the raw logits (vLLM's default logprobs_mode "raw_logprobs");
+//   0. the grammar mask, when the row has one (structured output): disallowed tokens to -inf before anything
+//      else, logprobs included, as vLLM applies its grammar bitmask to the logits before its sampler;
 //   2. suppressed ids (EOS / stop ids before min_tokens) to -inf, logit_bias added (clamped to [-100, 100]);
 //   3. penalties: repetition over prompt + output tokens (positive logits divided, others multiplied),
 //      then frequency (minus count in output) and presence (minus once if in output), in double;
@@ -40,6 +42,9 @@ struct SamplingRow {
     std::span<const int32_t> output_ids;      // tokens generated so far
     std::span<const int32_t> suppressed_ids;  // EOS / stop ids while fewer than min_tokens exist
     bool sampled_logprob = false;             // the sampled token's raw logprob also when params->logprobs is unset
+    // [ceil(vocab / 32)] grammar bitmask: token t may be drawn iff bit t % 32 of word t / 32 is set. Empty: no mask.
+    // A row whose mask allows nothing draws from unmasked logits' argmax (callers never send one).
+    std::span<const uint32_t> allowed_tokens;
 };
 
 struct SampledToken {
@@ -62,8 +67,8 @@ public:
     // One draw from logits [vocab] (row.logits_row is not used): the same token and logprobs as sample().
     SampledToken sample_one(std::span<const float> logits, const SamplingRow& row);
 
-    // Steps 2 and 3 (suppressed ids, logit_bias, penalties) on logits [vocab] in place, as sample() applies
-    // them before drawing. For tests and debugging.
+    // Steps 0, 2 and 3 (grammar mask, suppressed ids, logit_bias, penalties) on logits [vocab] in place, as
+    // sample() applies them before drawing. For tests and debugging.
     static void process_logits(std::span<float> logits, const SamplingRow& row);
 
 private:

@@ -32,6 +32,10 @@ void LogitsSampler::sample(const ExecContext& ctx, const TensorView& logits, std
         host_.sample(logits, rows, out);
         return;
     }
+    // DeviceBatchSampler takes no grammar mask: a masked step samples host logits (Engine::sample_rows copies them).
+    for (const SamplingRow& row : rows)
+        TACO_CHECK_MSG(row.allowed_tokens.empty(), "a grammar mask needs host logits, got {} logits",
+                       device_name(logits.device));
 #if defined(TACO_WITH_CUDA)
     if (!device_) device_ = std::make_unique<DeviceSide>();
     device_->sampler.sample(ctx, logits, rows, out);

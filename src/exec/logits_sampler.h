@@ -21,8 +21,9 @@ public:
     LogitsSampler(const LogitsSampler&) = delete;
     LogitsSampler& operator=(const LogitsSampler&) = delete;
 
-    // BatchSampler::sample by logits.device. ctx: the context the logits were computed on; for device logits its
-    // stream orders the sampling after the forward pass (unused for host logits).
+    // BatchSampler::sample by logits.device. Rows with a grammar mask (SamplingRow::allowed_tokens) need host logits.
+    // ctx: the context the logits were computed on; for device logits its stream orders the sampling after the forward
+    // pass (unused for host logits).
     void sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                 std::span<SampledToken> out);
 

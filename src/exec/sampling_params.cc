@@ -1,5 +1,7 @@
 #include "exec/sampling_params.h"
 
+#include "structured/compiled_grammar.h"
+
 #include <cmath>
 
 #include "core/limits.h"
@@ -17,6 +19,9 @@ Status check_logprobs(const char* name, const std::optional<int64_t>& value) {
 }  // namespace
 
 Status SamplingParams::validate(int64_t vocab_size) const {
+    if (grammar && vocab_size > 0 && grammar->vocab().vocab_size() != vocab_size)
+        return error("the structured-output grammar was compiled for a vocabulary of {} tokens, the model has {}",
+                     grammar->vocab().vocab_size(), vocab_size);
     if (n < 1) return error("n must be at least 1, got {}", n);
     if (n > limits::kMaxSamplesPerPrompt)
         return error("n must be at most {} (limits::kMaxSamplesPerPrompt), got {}", limits::kMaxSamplesPerPrompt, n);

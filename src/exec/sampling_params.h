@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,10 @@
 #include "core/status.h"
 
 namespace taco {
+
+namespace structured {
+class CompiledGrammar;
+}
 
 struct SamplingParams {
     int64_t n = 1;                   // samples returned
@@ -32,6 +37,10 @@ struct SamplingParams {
     std::optional<int64_t> logprobs;         // top logprobs per generated token (0: the sampled token's only)
     std::optional<int64_t> prompt_logprobs;  // top logprobs per prompt position, from the raw logits
     bool skip_special_tokens = true;
+    // Structured output: every sample's tokens follow this grammar (null: unconstrained), and a sample ends with
+    // finish reason "stop" once the grammar is complete. Compiled against the model's vocabulary
+    // (Engine::compile_structured); shared by every request that asks for the same thing.
+    std::shared_ptr<const structured::CompiledGrammar> grammar;
 
     static constexpr int64_t kMaxLogprobs = 20;  // vLLM's default --max-logprobs
 

@@ -88,6 +88,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     if (!defaults) return defaults.status();
     server->context_.defaults = *defaults;
     server->context_.max_sequences_per_request = opts.max_pending_requests;
+    server->context_.structured_outputs = &opts.structured_outputs;
     if (!defaults->empty())
         log_info(
             "server: default sampling parameters from generation_config.json: {} (requests override them; "
@@ -187,8 +188,14 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     ApiError error;
     auto body = parse_body(request, error);
     if (!body) return error_reply(error);
-    auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error)
-                                           : parse_completion_request(*body, context_, error);
+    // A structured-output schema's properties come in the request's key order, which the parsed body (sorted keys)
+    // lost: those requests are read once more in order (the body already passed parse_json's limits).
+    std::optional<nlohmann::ordered_json> ordered;
+    for (const char* key : {"response_format", "guided_json", "structured_outputs"})
+        if (body->contains(key) && !ordered) ordered = nlohmann::ordered_json::parse(request.body, nullptr, false);
+    const nlohmann::ordered_json* ordered_body = ordered && !ordered->is_discarded() ? &*ordered : nullptr;
+    auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error, ordered_body)
+                                           : parse_completion_request(*body, context_, error, ordered_body);
     if (!job) return error_reply(error);
     std::vector<std::shared_ptr<OutputStream>> streams;
     for (GenerationInput& input : job->inputs) {

@@ -16,6 +16,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/structured_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace taco::server {
@@ -28,6 +29,7 @@ struct ApiServerOptions {
     std::string generation_config = "auto";       // vLLM's --generation-config: "auto", "vllm" or a folder
     int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503
     bool log_requests = true;
+    StructuredOutputsConfig structured_outputs;  // --structured-outputs-config / --guided-decoding-backend
     HttpServerOptions http;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/json_util.h"
 #include "engine/sampling_json.h"
+#include "server/structured_request.h"
 #include "server/vllm_fields.h"
 
 namespace taco::server {
@@ -57,8 +58,8 @@ bool check_sequence_count(int64_t num_prompts, const SamplingParams& params, con
 }
 
 // Common parameters of both endpoints: model, stream, stream_options, user, sampling keys.
-bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, SamplingParams& params,
-                 ApiError& error) {
+bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, SamplingParams& params, ApiError& error,
+                 const nlohmann::ordered_json* ordered_body) {
     if (present(body, "model")) {
         if (!body.at("model").is_string()) {
             fail(error, "'model' must be a string", "model");
@@ -116,6 +117,20 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
         fail(error, "'logit_bias' must be an object of token id -> bias", "logit_bias");
         return false;
     }
+    // Structured output: compiled here, so that a bad schema, regex or grammar is this request's 400.
+    std::optional<StructuredRequest> structured;
+    const StructuredOutputsConfig defaults;
+    if (!read_structured_output(body, ctx.structured_outputs ? *ctx.structured_outputs : defaults, structured, error,
+                                ordered_body))
+        return false;
+    if (structured) {
+        auto grammar = ctx.engine->compile_structured(structured->spec);
+        if (!grammar) {
+            fail(error, grammar.status().message(), structured->param);
+            return false;
+        }
+        params.grammar = *grammar;
+    }
     job.want_prompt_logprobs_field = params.prompt_logprobs.has_value();
     if (job.want_prompt_logprobs_field && job.stream) {  // as vLLM
         fail(error, "'prompt_logprobs' is not available when 'stream' is true", "prompt_logprobs");
@@ -137,20 +152,6 @@ bool check_unsupported(const json& body, ApiError& error) {
         fail(error, "'functions' is not supported", "functions");
         return false;
     }
-    if (present(body, "response_format")) {
-        const json& format = body.at("response_format");
-        if (!format.is_object() || !format.contains("type") || !format.at("type").is_string()) {
-            fail(error, "'response_format' must be an object with a string 'type'", "response_format");
-            return false;
-        }
-        if (format.at("type") != "text") {
-            fail(error,
-                 fmt::format("response_format type '{}' is not supported yet (only 'text')",
-                             format.at("type").get<std::string>()),
-                 "response_format");
-            return false;
-        }
-    }
     return true;
 }
 
@@ -170,12 +171,13 @@ std::string token_text(const Tokenizer* tokenizer, int32_t token) {
     return tokenizer->decode({token}, false);
 }
 
-std::optional<CompletionJob> parse_completion_request(const json& body, const ParseContext& ctx, ApiError& error) {
+std::optional<CompletionJob> parse_completion_request(const json& body, const ParseContext& ctx, ApiError& error,
+                                                      const nlohmann::ordered_json* ordered_body) {
     if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
     CompletionJob job;
     job.endpoint = Endpoint::kCompletion;
     SamplingParams params;
-    if (!read_common(body, ctx, job, params, error)) return std::nullopt;
+    if (!read_common(body, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
     if (!check_unsupported(body, error)) return std::nullopt;
     if (auto field = unimplemented_vllm_field(body, /*chat=*/false)) return fail(error, field->message, field->field);
@@ -294,7 +296,8 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
     return *rendered;
 }
 
-std::optional<CompletionJob> parse_chat_request(const json& body, const ParseContext& ctx, ApiError& error) {
+std::optional<CompletionJob> parse_chat_request(const json& body, const ParseContext& ctx, ApiError& error,
+                                                const nlohmann::ordered_json* ordered_body) {
     if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
     CompletionJob job;
     job.endpoint = Endpoint::kChat;
@@ -302,7 +305,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     json sampling = body;
     sampling.erase("logprobs");
     SamplingParams params;
-    if (!read_common(sampling, ctx, job, params, error)) return std::nullopt;
+    if (!read_common(sampling, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (!check_unsupported(body, error)) return std::nullopt;
     if (auto field = unimplemented_vllm_field(body, /*chat=*/true)) return fail(error, field->message, field->field);
     bool echo = false;

@@ -44,6 +44,8 @@ struct CompletionJob {
     int64_t n = 1;
 };
 
+struct StructuredOutputsConfig;  // server/structured_request.h
+
 struct ParseContext {
     const Engine* engine = nullptr;
     const ChatTemplate* chat_template = nullptr;  // null: the model has none
@@ -52,12 +54,16 @@ struct ParseContext {
     // Engine sequences one request may start (prompts x max(n, best_of)): --max-pending-requests, so a prompt list
     // cannot get past the server's pending limit (see core/limits.h).
     int64_t max_sequences_per_request = 8192;
+    const StructuredOutputsConfig* structured_outputs = nullptr;  // --structured-outputs-config; null: defaults
 };
 
-// The body must already be a parsed JSON value.
+// The body must already be a parsed JSON value. ordered_body (optional): the same body with its keys in the
+// request's order, for the property order of structured-output schemas.
 std::optional<CompletionJob> parse_completion_request(const nlohmann::json& body, const ParseContext& ctx,
-                                                      ApiError& error);
-std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx, ApiError& error);
+                                                      ApiError& error,
+                                                      const nlohmann::ordered_json* ordered_body = nullptr);
+std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, const ParseContext& ctx, ApiError& error,
+                                                const nlohmann::ordered_json* ordered_body = nullptr);
 
 // Renders chat messages with the template (shared by /v1/chat/completions and /tokenize). `body` holds
 // messages, add_generation_prompt (default true), chat_template_kwargs.

@@ -44,6 +44,10 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     // One key per flag: a second word is an error naming it, never a second key or a swallowed model argument.
     expect_refused("models/demo --port 0 --api-key good other", "other");
     expect_refused("--api-key good /nonexistent/model/folder", "/nonexistent/model/folder");
+    expect_refused("models/demo --port 0 --structured-outputs-config '{\"backend\": \"magic\"}'", "'magic' is unknown");
+    expect_refused("models/demo --port 0 --structured-outputs-config '{\"bogus\": 1}'", "'bogus' is not supported");
+    expect_refused("models/demo --port 0 --structured-outputs-config '{'", "not valid JSON");
+    expect_refused("models/demo --port 0 --guided-decoding-backend magic", "--guided-decoding-backend");
 }
 
 }  // namespace

@@ -111,10 +111,9 @@ TEST(ServerErrors, BadRequestsGetClearErrorsWhileAnotherClientStreams) {
     expect_error(post(port, "/v1/chat/completions",
                       {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tools", {{{"type", "function"}}}}}),
                  400, "tools", "tools");
-    expect_error(
-        post(port, "/v1/chat/completions",
-             {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", {{"type", "json_object"}}}}),
-        400, "json_object", "response_format");
+    expect_error(post(port, "/v1/chat/completions",
+                      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"response_format", {{"type", "xml"}}}}),
+                 400, "'xml' is not supported", "response_format");
     expect_error(post(port, "/v1/chat/completions", {{"messages", "hello"}}), 400, "messages", "messages");
     expect_error(http_call(port, "GET", "/v2/nothing", ""), 404, "/v2/nothing");
     expect_error(http_call(port, "POST", "/v1/completions", std::string(33u << 20, 'a')), 413, "limit");

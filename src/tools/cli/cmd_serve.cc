@@ -34,6 +34,8 @@ struct ServeArgs {
     int64_t tensor_parallel_size = 1;
     bool disable_log_requests = false;
     int num_io_threads = 2;
+    std::string structured_outputs_config;  // vLLM's --structured-outputs-config JSON
+    std::string guided_decoding_backend;    // vLLM's older --guided-decoding-backend
     double shutdown_timeout_s = 5;
 };
 
@@ -86,6 +88,16 @@ void run_serve(ServeArgs& args) {
         if (key.empty()) fail("--api-key: an empty key would authorize a bare 'Bearer' header; give a non-empty key");
     if (!(args.shutdown_timeout_s >= 0 && args.shutdown_timeout_s <= 86400))
         fail(fmt::format("--shutdown-timeout must be in [0, 86400] seconds, got {}", args.shutdown_timeout_s));
+    if (!args.structured_outputs_config.empty()) {
+        auto config = server::StructuredOutputsConfig::from_json_text(args.structured_outputs_config);
+        if (!config) fail(config.status().message());
+        args.server.structured_outputs = *config;
+    }
+    if (!args.guided_decoding_backend.empty()) {
+        if (Status s = server::StructuredOutputsConfig::check_backend(args.guided_decoding_backend); !s)
+            fail(fmt::format("--guided-decoding-backend: {}", s.message()));
+        args.server.structured_outputs.backend = args.guided_decoding_backend;
+    }
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
@@ -167,6 +179,11 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                     "Seconds to let requests in flight finish after SIGINT/SIGTERM before aborting them")
         ->capture_default_str();
     sub->add_option("--io-threads", args->num_io_threads, "HTTP I/O threads")->capture_default_str();
+    sub->add_option("--structured-outputs-config", args->structured_outputs_config,
+                    "JSON: backend (every vLLM backend name runs the built-in matcher), disable_any_whitespace, "
+                    "disable_additional_properties, disable_fallback");
+    sub->add_option("--guided-decoding-backend", args->guided_decoding_backend,
+                    "vLLM's older flag for the structured-output backend (any name runs the built-in matcher)");
     add_engine_flags(sub, args->engine);
     auto ignored = std::make_shared<std::vector<std::string>>();
     for (const IgnoredFlag& flag : kIgnoredFlags) {

@@ -1,0 +1,346 @@
+#include "structured/grammar.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/check.h"
+
+namespace taco::structured {
+
+int32_t GrammarBuilder::new_state() {
+    if (int64_t(grammar_.states.size()) >= kMaxStates) too_large_ = true;
+    grammar_.states.emplace_back();
+    return int32_t(grammar_.states.size() - 1);
+}
+
+int32_t GrammarBuilder::add_rule(std::string name) {
+    TACO_CHECK_MSG(!find_rule(name), "rule '{}' declared twice", name);
+    grammar_.rules.push_back({std::move(name), -1});
+    return int32_t(grammar_.rules.size() - 1);
+}
+
+std::optional<int32_t> GrammarBuilder::find_rule(std::string_view name) const {
+    for (size_t i = 0; i < grammar_.rules.size(); ++i)
+        if (grammar_.rules[i].name == name) return int32_t(i);
+    return std::nullopt;
+}
+
+void GrammarBuilder::set_body(int32_t rule, Fragment body) {
+    GrammarRule& r = grammar_.rules[size_t(rule)];
+    TACO_CHECK_MSG(r.start < 0, "rule '{}' has a body already", r.name);
+    r.start = body.start;
+    grammar_.states[size_t(body.end)].accepting = true;
+}
+
+Fragment GrammarBuilder::empty() {
+    const int32_t s = new_state();
+    return {s, s};
+}
+
+Fragment GrammarBuilder::bytes(const ByteSet& set) {
+    const int32_t s = new_state(), e = new_state();
+    if (!set.empty()) grammar_.states[size_t(s)].byte_edges.push_back({set, e});
+    return {s, e};
+}
+
+Fragment GrammarBuilder::literal(std::string_view text) {
+    Fragment f = empty();
+    for (char c : text) f = seq(f, bytes(ByteSet::of(uint8_t(c))));
+    return f;
+}
+
+Fragment GrammarBuilder::call(int32_t rule) {
+    const int32_t s = new_state(), e = new_state();
+    grammar_.states[size_t(s)].call_edges.push_back({rule, e});
+    return {s, e};
+}
+
+Fragment GrammarBuilder::seq(Fragment a, Fragment b) {
+    epsilon(a.end, b.start);
+    return {a.start, b.end};
+}
+
+Fragment GrammarBuilder::alt(const std::vector<Fragment>& choices) {
+    const int32_t s = new_state(), e = new_state();
+    for (const Fragment& f : choices) {
+        epsilon(s, f.start);
+        epsilon(f.end, e);
+    }
+    return {s, e};
+}
+
+Fragment GrammarBuilder::star(Fragment f) {
+    const int32_t s = new_state(), e = new_state();
+    epsilon(s, f.start);
+    epsilon(f.end, s);
+    epsilon(s, e);
+    return {s, e};
+}
+
+Fragment GrammarBuilder::plus(Fragment f) {
+    const int32_t e = new_state();
+    epsilon(f.end, f.start);
+    epsilon(f.end, e);
+    return {f.start, e};
+}
+
+Fragment GrammarBuilder::optional(Fragment f) {
+    epsilon(f.start, f.end);
+    return f;
+}
+
+// The states of a fragment are exactly those reachable from its start (its end has no edges yet, and the
+// construction never links into a fragment from outside but at its start).
+Fragment GrammarBuilder::clone(Fragment f) {
+    std::vector<int32_t> order = {f.start};
+    std::vector<int32_t> copy_of(grammar_.states.size(), -1);
+    copy_of[size_t(f.start)] = new_state();
+    for (size_t i = 0; i < order.size() && !too_large_; ++i) {
+        const int32_t s = order[i];
+        auto visit = [&](int32_t t) {
+            if (copy_of[size_t(t)] < 0) {
+                copy_of[size_t(t)] = new_state();
+                order.push_back(t);
+            }
+            return copy_of[size_t(t)];
+        };
+        // Copied out first: new_state() may reallocate the state vector.
+        const GrammarState original = grammar_.states[size_t(s)];
+        GrammarState copy;
+        copy.accepting = original.accepting;
+        for (const ByteEdge& e : original.byte_edges) copy.byte_edges.push_back({e.bytes, visit(e.target)});
+        for (const CallEdge& e : original.call_edges) copy.call_edges.push_back({e.rule, visit(e.target)});
+        for (int32_t t : original.epsilon_edges) copy.epsilon_edges.push_back(visit(t));
+        grammar_.states[size_t(copy_of[size_t(s)])] = std::move(copy);
+    }
+    if (too_large_) return empty();
+    TACO_CHECK_MSG(copy_of[size_t(f.end)] >= 0, "fragment end not reachable from its start");
+    return {copy_of[size_t(f.start)], copy_of[size_t(f.end)]};
+}
+
+Result<Fragment> GrammarBuilder::repeat(Fragment f, int64_t min, std::optional<int64_t> max) {
+    if (min < 0 || (max && *max < min)) return error("repetition {{{},{}}} has max below min", min, max.value_or(-1));
+    const int64_t copies = max ? *max : min + 1;
+    if (copies * int64_t(grammar_.states.size() - size_t(f.start)) > kMaxStates || copies > kMaxStates)
+        return error("repetition count {} makes the grammar too large", copies);
+    std::vector<Fragment> parts;
+    for (int64_t i = 1; i < copies; ++i) parts.push_back(clone(f));
+    parts.push_back(f);
+    if (too_large_) return error("the grammar grows past {} states", kMaxStates);
+    Fragment out = empty();
+    for (int64_t i = 0; i < min; ++i) out = seq(out, parts[size_t(i)]);
+    if (!max) return seq(out, star(parts[size_t(min)]));
+    // Optional copies nest, so "a{0,3}" stops after any copy: (a(a(a)?)?)?.
+    Fragment tail = empty();
+    for (int64_t i = *max - 1; i >= min; --i) tail = optional(seq(parts[size_t(i)], tail));
+    return seq(out, tail);
+}
+
+namespace {
+
+// Rules that match the empty string (only calls of such rules between start and an accepting state).
+std::vector<bool> nullable_rules(const Grammar& g) {
+    std::vector<bool> nullable(g.rules.size(), false);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t r = 0; r < g.rules.size(); ++r) {
+            if (nullable[r]) continue;
+            std::vector<int32_t> todo = {g.rules[r].start};
+            std::vector<bool> seen(g.states.size(), false);
+            seen[size_t(todo[0])] = true;
+            while (!todo.empty() && !nullable[r]) {
+                const GrammarState& s = g.states[size_t(todo.back())];
+                todo.pop_back();
+                if (s.accepting) nullable[r] = changed = true;
+                for (const CallEdge& e : s.call_edges)
+                    if (nullable[size_t(e.rule)] && !seen[size_t(e.target)]) {
+                        seen[size_t(e.target)] = true;
+                        todo.push_back(e.target);
+                    }
+            }
+        }
+    }
+    return nullable;
+}
+
+// Rules that can match some string at all (a call counts once its rule can).
+std::vector<bool> productive_rules(const Grammar& g) {
+    std::vector<bool> productive(g.rules.size(), false);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t r = 0; r < g.rules.size(); ++r) {
+            if (productive[r]) continue;
+            std::vector<int32_t> todo = {g.rules[r].start};
+            std::vector<bool> seen(g.states.size(), false);
+            seen[size_t(todo[0])] = true;
+            while (!todo.empty() && !productive[r]) {
+                const GrammarState& s = g.states[size_t(todo.back())];
+                todo.pop_back();
+                if (s.accepting) productive[r] = changed = true;
+                auto go = [&](int32_t t) {
+                    if (!seen[size_t(t)]) {
+                        seen[size_t(t)] = true;
+                        todo.push_back(t);
+                    }
+                };
+                for (const ByteEdge& e : s.byte_edges) go(e.target);
+                for (const CallEdge& e : s.call_edges)
+                    if (productive[size_t(e.rule)]) go(e.target);
+            }
+        }
+    }
+    return productive;
+}
+
+// A rule that can call itself before matching a byte would make the matcher's closure infinite.
+Status check_left_recursion(const Grammar& g) {
+    const std::vector<bool> nullable = nullable_rules(g);
+    // left_calls[r]: rules r may enter before consuming any byte.
+    std::vector<std::vector<int32_t>> left_calls(g.rules.size());
+    for (size_t r = 0; r < g.rules.size(); ++r) {
+        std::vector<int32_t> todo = {g.rules[r].start};
+        std::vector<bool> seen(g.states.size(), false);
+        seen[size_t(todo[0])] = true;
+        while (!todo.empty()) {
+            const GrammarState& s = g.states[size_t(todo.back())];
+            todo.pop_back();
+            for (const CallEdge& e : s.call_edges) {
+                left_calls[r].push_back(e.rule);
+                if (nullable[size_t(e.rule)] && !seen[size_t(e.target)]) {
+                    seen[size_t(e.target)] = true;
+                    todo.push_back(e.target);
+                }
+            }
+        }
+    }
+    // Depth-first search for a cycle: 0 unvisited, 1 on the path, 2 done.
+    std::vector<int> mark(g.rules.size(), 0);
+    std::optional<int32_t> cyclic;
+    std::function<void(int32_t)> visit = [&](int32_t r) {
+        mark[size_t(r)] = 1;
+        for (int32_t next : left_calls[size_t(r)]) {
+            if (cyclic) return;
+            if (mark[size_t(next)] == 1) cyclic = next;
+            if (mark[size_t(next)] == 0) visit(next);
+        }
+        mark[size_t(r)] = 2;
+    };
+    for (size_t r = 0; r < g.rules.size() && !cyclic; ++r)
+        if (mark[r] == 0) visit(int32_t(r));
+    if (cyclic)
+        return error(
+            "grammar rule '{}' is left-recursive (it can reach itself before matching anything); "
+            "rewrite it with repetition, e.g. list ::= item (\",\" item)*",
+            g.rules[size_t(*cyclic)].name);
+    return Status::ok();
+}
+
+}  // namespace
+
+Result<Grammar> GrammarBuilder::finish(int32_t root) {
+    if (too_large_) return error("the grammar grows past {} states", kMaxStates);
+    Grammar& g = grammar_;
+    g.root_rule = root;
+    // Rules reachable from the root must have bodies (others are dropped with their states).
+    std::vector<bool> used(g.rules.size(), false);
+    std::vector<int32_t> todo_rules = {root};
+    used[size_t(root)] = true;
+    while (!todo_rules.empty()) {
+        const int32_t r = todo_rules.back();
+        todo_rules.pop_back();
+        if (g.rules[size_t(r)].start < 0)
+            return error("grammar rule '{}' is used but not defined", g.rules[size_t(r)].name);
+        std::vector<int32_t> todo = {g.rules[size_t(r)].start};
+        std::vector<bool> seen(g.states.size(), false);
+        seen[size_t(todo[0])] = true;
+        while (!todo.empty()) {
+            const GrammarState& s = g.states[size_t(todo.back())];
+            todo.pop_back();
+            auto go = [&](int32_t t) {
+                if (!seen[size_t(t)]) {
+                    seen[size_t(t)] = true;
+                    todo.push_back(t);
+                }
+            };
+            for (const ByteEdge& e : s.byte_edges) go(e.target);
+            for (int32_t t : s.epsilon_edges) go(t);
+            for (const CallEdge& e : s.call_edges) {
+                go(e.target);
+                if (!used[size_t(e.rule)]) {
+                    used[size_t(e.rule)] = true;
+                    todo_rules.push_back(e.rule);
+                }
+            }
+        }
+    }
+
+    // Epsilon removal: a state takes the edges and the accepting flag of every state its epsilon edges reach.
+    std::vector<GrammarState> closed(g.states.size());
+    std::vector<uint32_t> stamp(g.states.size(), 0);
+    for (size_t s = 0; s < g.states.size(); ++s) {
+        std::vector<int32_t> todo = {int32_t(s)};
+        stamp[s] = uint32_t(s + 1);
+        GrammarState& out = closed[s];
+        while (!todo.empty()) {
+            const GrammarState& t = g.states[size_t(todo.back())];
+            todo.pop_back();
+            out.accepting = out.accepting || t.accepting;
+            for (const ByteEdge& e : t.byte_edges) {
+                auto same = std::find_if(out.byte_edges.begin(), out.byte_edges.end(),
+                                         [&](const ByteEdge& o) { return o.target == e.target; });
+                if (same != out.byte_edges.end())
+                    same->bytes |= e.bytes;
+                else
+                    out.byte_edges.push_back(e);
+            }
+            for (const CallEdge& e : t.call_edges)
+                if (std::find_if(out.call_edges.begin(), out.call_edges.end(), [&](const CallEdge& o) {
+                        return o.rule == e.rule && o.target == e.target;
+                    }) == out.call_edges.end())
+                    out.call_edges.push_back(e);
+            for (int32_t next : t.epsilon_edges)
+                if (stamp[size_t(next)] != uint32_t(s + 1)) {
+                    stamp[size_t(next)] = uint32_t(s + 1);
+                    todo.push_back(next);
+                }
+        }
+    }
+
+    // Keep the states reachable by bytes or calls from the starts of used rules, renumbered in visiting order.
+    std::vector<int32_t> new_id(g.states.size(), -1);
+    std::vector<int32_t> order;
+    auto keep = [&](int32_t s) {
+        if (new_id[size_t(s)] < 0) {
+            new_id[size_t(s)] = int32_t(order.size());
+            order.push_back(s);
+        }
+    };
+    for (size_t r = 0; r < g.rules.size(); ++r)
+        if (used[r]) keep(g.rules[r].start);
+    for (size_t i = 0; i < order.size(); ++i) {
+        for (const ByteEdge& e : closed[size_t(order[i])].byte_edges) keep(e.target);
+        for (const CallEdge& e : closed[size_t(order[i])].call_edges) keep(e.target);
+    }
+    std::vector<GrammarState> states(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        GrammarState& out = states[i];
+        out = std::move(closed[size_t(order[i])]);
+        for (ByteEdge& e : out.byte_edges) e.target = new_id[size_t(e.target)];
+        for (CallEdge& e : out.call_edges) e.target = new_id[size_t(e.target)];
+    }
+    g.states = std::move(states);
+    for (size_t r = 0; r < g.rules.size(); ++r) g.rules[r].start = used[r] ? new_id[size_t(g.rules[r].start)] : -1;
+    // Unused rules keep their index (call edges name rules by index) but no states; give them a dead state so the
+    // analyses below can treat every rule alike.
+    for (size_t r = 0; r < g.rules.size(); ++r)
+        if (g.rules[r].start < 0) {
+            g.states.emplace_back();
+            g.rules[r].start = int32_t(g.states.size() - 1);
+        }
+
+    TACO_RETURN_IF_ERROR(check_left_recursion(g));
+    if (!productive_rules(g)[size_t(root)]) return error("the grammar matches no string at all");
+    return std::move(grammar_);
+}
+
+}  // namespace taco::structured

@@ -1,0 +1,206 @@
+#include "structured/json_schema_grammar.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "json_schema_validator.h"
+#include "structured_test_util.h"
+
+namespace taco::structured {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using testing::matches;
+
+Grammar schema_grammar(const std::string& schema_text) {
+    auto g = json_schema_grammar(ojson::parse(schema_text));
+    EXPECT_TRUE(g.is_ok()) << schema_text << ": " << g.status().message();
+    return g.is_ok() ? std::move(*g) : Grammar{};
+}
+
+TEST(IntegerRangeRegex, MatchesExactlyTheRange) {
+    const std::pair<std::optional<int64_t>, std::optional<int64_t>> ranges[] = {
+        {0, 100},          {-15, 7},           {13, 13},           {-100, -20},
+        {5, std::nullopt}, {std::nullopt, -3}, {std::nullopt, 42}, {99, 1001}};
+    for (const auto& [lo, hi] : ranges) {
+        auto g = testing::regex_grammar(integer_range_regex(lo, hi));
+        ASSERT_TRUE(g.is_ok()) << g.status().message();
+        for (int64_t v = -1200; v <= 1200; ++v) {
+            const bool in = (!lo || v >= *lo) && (!hi || v <= *hi);
+            ASSERT_EQ(matches(*g, std::to_string(v)), in)
+                << v << " in [" << lo.value_or(-999999) << ", " << hi.value_or(999999)
+                << "]: " << integer_range_regex(lo, hi);
+        }
+        EXPECT_FALSE(matches(*g, "007"));
+        EXPECT_FALSE(matches(*g, "-0"));
+    }
+}
+
+TEST(JsonSchemaGrammar, ObjectsHonourRequiredOptionalAndAdditionalProperties) {
+    const Grammar g = schema_grammar(R"({"type": "object", "properties": {"a": {"type": "integer"},
+        "b": {"type": "string"}, "c": {"type": "boolean"}}, "required": ["b"], "additionalProperties": false})");
+    EXPECT_TRUE(matches(g, R"({"b":"x"})"));
+    EXPECT_TRUE(matches(g, R"({"a": 1, "b": "x", "c": true})"));
+    EXPECT_TRUE(matches(g, R"({"b":"x","c":false})"));
+    EXPECT_FALSE(matches(g, R"({"a":1})"));             // b is required
+    EXPECT_FALSE(matches(g, R"({"b":"x","d":1})"));     // no additional properties
+    EXPECT_FALSE(matches(g, R"({"b":1})"));             // wrong type
+    EXPECT_FALSE(matches(g, R"({"b":"x",})"));          // trailing comma
+    EXPECT_FALSE(matches(g, R"({"b":"x" "c":true})"));  // missing comma
+    const Grammar map = schema_grammar(R"({"type": "object", "additionalProperties": {"type": "number"}})");
+    EXPECT_TRUE(matches(map, R"({"x": 1.5, "y": -2e3})"));
+    EXPECT_TRUE(matches(map, "{}"));
+    EXPECT_FALSE(matches(map, R"({"x": "1"})"));
+}
+
+TEST(JsonSchemaGrammar, ArraysHonourPrefixItemsAndCounts) {
+    const Grammar g = schema_grammar(R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}],
+        "items": {"type": "integer"}, "minItems": 1, "maxItems": 4})");
+    EXPECT_TRUE(matches(g, R"(["a"])"));
+    EXPECT_TRUE(matches(g, R"(["a", null, 1, 2])"));
+    EXPECT_FALSE(matches(g, "[]"));
+    EXPECT_FALSE(matches(g, R"(["a", null, 1, 2, 3])"));
+    EXPECT_FALSE(matches(g, R"([1])"));
+    const Grammar counted =
+        schema_grammar(R"({"type": "array", "items": {"enum": [1, 2]}, "minItems": 2, "maxItems": 3})");
+    EXPECT_FALSE(matches(counted, "[1]"));
+    EXPECT_TRUE(matches(counted, "[1,2]"));
+    EXPECT_TRUE(matches(counted, "[1, 2, 1]"));
+    EXPECT_FALSE(matches(counted, "[1,2,1,2]"));
+}
+
+TEST(JsonSchemaGrammar, StringsHonourLengthPatternAndFormats) {
+    const Grammar len = schema_grammar(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+    EXPECT_FALSE(matches(len, R"("a")"));
+    EXPECT_TRUE(matches(len, R"("ab")"));
+    EXPECT_TRUE(matches(len, "\"\xC3\xA9\\n\""));  // é and an escape: two characters
+    EXPECT_FALSE(matches(len, R"("abcd")"));
+    const Grammar pattern = schema_grammar(R"({"type": "string", "pattern": "^[A-Z]{2}-\\d+$"})");
+    EXPECT_TRUE(matches(pattern, R"("AB-12")"));
+    EXPECT_FALSE(matches(pattern, R"("AB-")"));
+    const Grammar date = schema_grammar(R"({"type": "string", "format": "date"})");
+    EXPECT_TRUE(matches(date, R"("2024-12-31")"));
+    EXPECT_FALSE(matches(date, R"("2024-02-30")"));
+    EXPECT_FALSE(matches(date, R"("2024-13-01")"));
+    const Grammar ip = schema_grammar(R"({"type": "string", "format": "ipv4"})");
+    EXPECT_TRUE(matches(ip, R"("192.168.0.255")"));
+    EXPECT_FALSE(matches(ip, R"("256.1.1.1")"));
+    const Grammar uuid = schema_grammar(R"({"type": "string", "format": "uuid"})");
+    EXPECT_TRUE(matches(uuid, R"("123e4567-e89b-12d3-a456-426614174000")"));
+}
+
+TEST(JsonSchemaGrammar, NumbersHonourBounds) {
+    const Grammar g = schema_grammar(R"({"type": "number", "minimum": -1.5, "exclusiveMaximum": 3})");
+    for (const char* in : {"-1", "-0.25", "0", "2.999", "2"}) EXPECT_TRUE(matches(g, in)) << in;
+    // A subset: fractions only between two integers inside the bounds (-1.5 itself is valid but not produced).
+    EXPECT_FALSE(matches(g, "-1.5"));
+    for (const char* out : {"-2", "3", "3.5", "-1.6", "10"}) EXPECT_FALSE(matches(g, out)) << out;
+    const Grammar i = schema_grammar(R"({"type": "integer", "exclusiveMinimum": 0, "maximum": 10})");
+    EXPECT_FALSE(matches(i, "0"));
+    EXPECT_TRUE(matches(i, "1"));
+    EXPECT_TRUE(matches(i, "10"));
+    EXPECT_FALSE(matches(i, "11"));
+    EXPECT_FALSE(matches(i, "1.5"));
+}
+
+TEST(JsonSchemaGrammar, OneOfWithDisjointBranchesIsAccepted) {
+    for (const char* schema : {
+             R"({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]})",
+             R"({"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                 "required": ["kind"]}, {"type": "object", "properties": {"kind": {"enum": ["b", "c"]}},
+                 "required": ["kind"]}]})",
+             R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                 "additionalProperties": false}, {"type": "object", "properties": {"b": {"type": "integer"}},
+                 "required": ["b"], "additionalProperties": false}]})",
+             R"({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0.5, "maximum": 0.75}]})",
+         }) {
+        auto g = json_schema_grammar(ojson::parse(schema));
+        EXPECT_EQ(g.is_ok(), std::string(schema).find("0.5") == std::string::npos) << schema;
+    }
+}
+
+TEST(JsonSchemaGrammar, RefsAndRecursion) {
+    const Grammar g = schema_grammar(R"({"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["v"], "additionalProperties": false}}, "$ref": "#/$defs/node"})");
+    EXPECT_TRUE(matches(g, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
+    EXPECT_FALSE(matches(g, R"({"v":1,"kids":[{"kids":[]}]})"));
+}
+
+TEST(JsonSchemaGrammar, UnsupportedKeywordsAreErrorsNamingThem) {
+    const std::pair<const char*, const char*> cases[] = {
+        {R"({"type": "integer", "multipleOf": 3})", "'multipleOf'"},
+        {R"({"type": "object", "patternProperties": {"a": {}}})", "'patternProperties'"},
+        {R"({"type": "string", "format": "hostname"})", "'hostname'"},
+        {R"({"type": "array", "uniqueItems": true})", "'uniqueItems'"},
+        {R"({"$ref": "http://example.com/s.json"})", "'$ref'"},
+        {R"({"$ref": "#/$defs/missing"})", "points at nothing"},
+        {R"({"type": "integer", "minimum": 5, "maximum": 4})", "no number"},
+        {R"({"type": "object", "properties": {"a": {"type": "wat"}}})", "unknown type 'wat'"},
+        {R"({"type": "string", "pattern": "(a)\\1"})", "backreferences"},
+        {R"({"allOf": [{"type": "string"}, {"type": "integer"}]})", "do not intersect"},
+        {R"({"oneOf": [{"type": "number"}, {"type": "integer"}]})", "oneOf branches 0 and 1"},
+        {R"({"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}},
+            {"type": "object", "properties": {"b": {"type": "integer"}}}]})",
+         "oneOf branches 0 and 1"},
+        {R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false}, {"properties": {"b": {}},
+            "required": ["b"]}]})",
+         "'b' is excluded"},
+    };
+    for (const auto& [schema, what] : cases) {
+        auto g = json_schema_grammar(ojson::parse(schema));
+        ASSERT_FALSE(g.is_ok()) << schema;
+        EXPECT_NE(g.status().message().find(what), std::string::npos) << schema << ": " << g.status().message();
+    }
+}
+
+// Every text sampled under the masks parses as JSON and validates against its schema.
+TEST(JsonSchemaGrammar, RandomWalksUnderTheMaskValidate) {
+    const char* schemas[] = {
+        R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer",
+            "minimum": 0, "maximum": 150}, "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
+            "required": ["name", "age"], "additionalProperties": false})",
+        R"({"anyOf": [{"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number",
+            "exclusiveMinimum": 0}}, "required": ["kind", "r"], "additionalProperties": false},
+            {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "integer"}},
+            "required": ["kind", "side"], "additionalProperties": false}]})",
+        R"({"$defs": {"t": {"type": "object", "properties": {"v": {"type": ["integer", "null"]}, "c": {"type": "array",
+            "items": {"$ref": "#/$defs/t"}, "maxItems": 2}}, "required": ["v"], "additionalProperties": false}},
+            "$ref": "#/$defs/t"})",
+        R"({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "id": {"type": "string",
+            "format": "uuid"}, "mail": {"type": "string", "format": "email"}, "ip": {"type": "string", "format": "ipv4"},
+            "day": {"type": "string", "format": "date"}}, "required": ["when", "id", "mail", "ip", "day"],
+            "additionalProperties": false})",
+        R"({"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "string", "pattern": "^x[0-9]{2}$"}],
+            "items": {"type": "number", "minimum": -2.5, "maximum": 7}, "minItems": 2, "maxItems": 5})",
+        R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+            {"properties": {"b": {"type": "string", "minLength": 1}}, "required": ["b"]}]})",
+        R"({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}})",
+        R"({"type": "string", "pattern": "ab|cd"})",
+        R"({"oneOf": [{"type": "object", "properties": {"t": {"const": 1}, "v": {"type": "string", "maxLength": 3}},
+            "required": ["t"]}, {"type": "object", "properties": {"t": {"const": 2}}, "required": ["t"]},
+            {"type": ["integer", "null"]}]})",
+    };
+    auto vocab = testing::json_vocab();
+    std::mt19937 rng(1234);
+    for (const char* text : schemas) {
+        const ojson schema = ojson::parse(text);
+        auto g = json_schema_grammar(schema);
+        ASSERT_TRUE(g.is_ok()) << text << ": " << g.status().message();
+        auto compiled = std::make_shared<const CompiledGrammar>(std::move(*g), vocab);
+        int finished = 0;
+        for (int walk = 0; walk < 60; ++walk) {
+            auto out = testing::random_walk(compiled, rng);
+            if (!out) continue;
+            ++finished;
+            ojson value;
+            ASSERT_NO_THROW(value = ojson::parse(*out)) << *out;
+            EXPECT_EQ(testing::validate_json(value, schema, schema), "") << text << "\n" << *out;
+        }
+        EXPECT_GT(finished, 20) << text;
+    }
+}
+
+}  // namespace
+}  // namespace taco::structured
