@@ -128,13 +128,43 @@ void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) 
     if (runs(ctx, "copy")) TACO_DISPATCH(ctx, copy, ctx, src, dst);
 }
 
+namespace {
+
+void check_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView& out,
+                    const char* op) {
+    check_act(ctx, x, 2, op, "x");
+    check_act(ctx, out, 2, op, "out");
+    check_same_shape(x, out, op);
+    check_vector(ctx, &weight, x.shape[1], op, "weight");
+}
+
+void check_add(const ExecContext& ctx, const TensorView& x, const TensorView& y, const char* op) {
+    check_act(ctx, x, x.ndim, op, "x");
+    check_act(ctx, y, y.ndim, op, "y");
+    check_same_shape(x, y, op);
+    TACO_CHECK_MSG(x.dtype == y.dtype, "{}: {} += {}", op, dtype_name(x.dtype), dtype_name(y.dtype));
+}
+
+}  // namespace
+
 void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
               const TensorView& out) {
-    check_act(ctx, x, 2, "rms_norm", "x");
-    check_act(ctx, out, 2, "rms_norm", "out");
-    check_same_shape(x, out, "rms_norm");
-    check_vector(ctx, &weight, x.shape[1], "rms_norm", "weight");
+    check_rms_norm(ctx, x, weight, out, "rms_norm");
     if (runs(ctx, "rms_norm")) TACO_DISPATCH(ctx, rms_norm, ctx, x, weight, eps, weight_offset, out);
+}
+
+void add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& y, const TensorView& weight, float eps,
+                  float weight_offset, const TensorView& out) {
+    check_add(ctx, x, y, "add_rms_norm");
+    check_rms_norm(ctx, x, weight, out, "add_rms_norm");
+    TACO_CHECK_MSG(out.data == nullptr || (out.data != x.data && out.data != y.data),  // (null: a dry run's views)
+                   "add_rms_norm: out aliases x or y");
+    if (!runs(ctx, "add_rms_norm")) return;
+#ifdef TACO_WITH_CUDA
+    if (ctx.device == Device::kCuda) return cuda::add_rms_norm(ctx, x, y, weight, eps, weight_offset, out);
+#endif
+    cpu::add_inplace(ctx, x, y);
+    cpu::rms_norm(ctx, x, weight, eps, weight_offset, out);
 }
 
 void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
@@ -161,10 +191,7 @@ void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const Tens
 }
 
 void add_inplace(const ExecContext& ctx, const TensorView& x, const TensorView& y) {
-    check_act(ctx, x, x.ndim, "add_inplace", "x");
-    check_act(ctx, y, y.ndim, "add_inplace", "y");
-    check_same_shape(x, y, "add_inplace");
-    TACO_CHECK_MSG(x.dtype == y.dtype, "add_inplace: {} += {}", dtype_name(x.dtype), dtype_name(y.dtype));
+    check_add(ctx, x, y, "add_inplace");
     if (runs(ctx, "add_inplace")) TACO_DISPATCH(ctx, add_inplace, ctx, x, y);
 }
 
@@ -195,23 +222,47 @@ void activation_inplace(const ExecContext& ctx, const TensorView& x, Activation 
     if (runs(ctx, "activation_inplace")) TACO_DISPATCH(ctx, activation_inplace, ctx, x, act);
 }
 
-void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
-                      const TensorView& table_offsets, const TensorView& cos_table, const TensorView& sin_table,
-                      int rotary_dim, bool neox_style) {
-    check_act(ctx, x, 3, "rotary_embedding", "x");
-    check_on(ctx, positions, DType::kI32, 1, "rotary_embedding", "positions");
-    TACO_CHECK_MSG(positions.shape[0] == x.shape[0], "rotary_embedding: {} positions for x {}", positions.shape[0],
+namespace {
+
+void check_rotary(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
+                  const TensorView& table_offsets, const TensorView& cos_table, const TensorView& sin_table,
+                  int rotary_dim, const char* op) {
+    check_act(ctx, x, 3, op, "x");
+    check_on(ctx, positions, DType::kI32, 1, op, "positions");
+    TACO_CHECK_MSG(positions.shape[0] == x.shape[0], "{}: {} positions for x {}", op, positions.shape[0],
                    x.shape_string());
     if (table_offsets.ndim > 0) {
-        check_on(ctx, table_offsets, DType::kI32, 1, "rotary_embedding", "table_offsets");
+        check_on(ctx, table_offsets, DType::kI32, 1, op, "table_offsets");
         TACO_CHECK_EQ(table_offsets.shape[0], x.shape[0]);
     }
     TACO_CHECK_MSG(rotary_dim > 0 && rotary_dim % 2 == 0 && rotary_dim <= x.shape[2],
-                   "rotary_embedding: rotary_dim {} for head_dim {}", rotary_dim, x.shape[2]);
-    check_on(ctx, cos_table, DType::kF32, 2, "rotary_embedding", "cos_table");
-    check_on(ctx, sin_table, DType::kF32, 2, "rotary_embedding", "sin_table");
-    check_same_shape(cos_table, sin_table, "rotary_embedding");
+                   "{}: rotary_dim {} for head_dim {}", op, rotary_dim, x.shape[2]);
+    check_on(ctx, cos_table, DType::kF32, 2, op, "cos_table");
+    check_on(ctx, sin_table, DType::kF32, 2, op, "sin_table");
+    check_same_shape(cos_table, sin_table, op);
     TACO_CHECK_EQ(cos_table.shape[1], int64_t(rotary_dim / 2));
+}
+
+void check_write_kv(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
+                    const TensorView& k_cache, const TensorView& v_cache, const char* op) {
+    check_act(ctx, k, 3, op, "k");
+    check_act(ctx, v, 3, op, "v");
+    check_same_shape(k, v, op);
+    check_on(ctx, slot_mapping, DType::kI64, 1, op, "slot_mapping");
+    TACO_CHECK_EQ(slot_mapping.shape[0], k.shape[0]);
+    check_act(ctx, k_cache, 4, op, "k_cache");
+    check_act(ctx, v_cache, 4, op, "v_cache");
+    check_same_shape(k_cache, v_cache, op);
+    TACO_CHECK_MSG(k.shape[1] == k_cache.shape[2] && k.shape[2] == k_cache.shape[3], "{}: k {} for a cache {}", op,
+                   k.shape_string(), k_cache.shape_string());
+}
+
+}  // namespace
+
+void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
+                      const TensorView& table_offsets, const TensorView& cos_table, const TensorView& sin_table,
+                      int rotary_dim, bool neox_style) {
+    check_rotary(ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim, "rotary_embedding");
     if (runs(ctx, "rotary_embedding"))
         TACO_DISPATCH(ctx, rotary_embedding, ctx, x, positions, table_offsets, cos_table, sin_table, rotary_dim,
                       neox_style);
@@ -219,17 +270,29 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
 
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache) {
-    check_act(ctx, k, 3, "write_kv_cache", "k");
-    check_act(ctx, v, 3, "write_kv_cache", "v");
-    check_same_shape(k, v, "write_kv_cache");
-    check_on(ctx, slot_mapping, DType::kI64, 1, "write_kv_cache", "slot_mapping");
-    TACO_CHECK_EQ(slot_mapping.shape[0], k.shape[0]);
-    check_act(ctx, k_cache, 4, "write_kv_cache", "k_cache");
-    check_act(ctx, v_cache, 4, "write_kv_cache", "v_cache");
-    check_same_shape(k_cache, v_cache, "write_kv_cache");
-    TACO_CHECK_MSG(k.shape[1] == k_cache.shape[2] && k.shape[2] == k_cache.shape[3],
-                   "write_kv_cache: k {} for a cache {}", k.shape_string(), k_cache.shape_string());
+    check_write_kv(ctx, k, v, slot_mapping, k_cache, v_cache, "write_kv_cache");
     if (runs(ctx, "write_kv_cache")) TACO_DISPATCH(ctx, write_kv_cache, ctx, k, v, slot_mapping, k_cache, v_cache);
+}
+
+void rotary_write_kv(const ExecContext& ctx, const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& positions, const TensorView& table_offsets, const TensorView& cos_table,
+                     const TensorView& sin_table, int rotary_dim, bool neox_style, const TensorView& slot_mapping,
+                     const TensorView& k_cache, const TensorView& v_cache) {
+    const char* op = "rotary_write_kv";
+    check_rotary(ctx, q, positions, table_offsets, cos_table, sin_table, rotary_dim, op);
+    check_rotary(ctx, k, positions, table_offsets, cos_table, sin_table, rotary_dim, op);
+    check_write_kv(ctx, k, v, slot_mapping, k_cache, v_cache, op);
+    TACO_CHECK_MSG(q.shape[2] == k.shape[2] && q.dtype == k.dtype, "{}: q {} {} with k {} {}", op, dtype_name(q.dtype),
+                   q.shape_string(), dtype_name(k.dtype), k.shape_string());
+    if (!runs(ctx, op)) return;
+#ifdef TACO_WITH_CUDA
+    if (ctx.device == Device::kCuda)
+        return cuda::rotary_write_kv(ctx, q, k, v, positions, table_offsets, cos_table, sin_table, rotary_dim,
+                                     neox_style, slot_mapping, k_cache, v_cache);
+#endif
+    cpu::rotary_embedding(ctx, q, positions, table_offsets, cos_table, sin_table, rotary_dim, neox_style);
+    cpu::rotary_embedding(ctx, k, positions, table_offsets, cos_table, sin_table, rotary_dim, neox_style);
+    cpu::write_kv_cache(ctx, k, v, slot_mapping, k_cache, v_cache);
 }
 
 void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,

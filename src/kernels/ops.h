@@ -54,6 +54,11 @@ void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst);
 void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
               const TensorView& out);
 
+// x += y (one rounding per element), then out = rms_norm(x): add_inplace and rms_norm with their bits, in one
+// launch on the GPU (the residual add before a layer's norm).  x, y, out: [T, H] act; out aliases neither x nor y.
+void add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& y, const TensorView& weight, float eps,
+                  float weight_offset, const TensorView& out);
+
 // out = (x - mean) / sqrt(var + eps) * weight + bias, per row.  bias: [H] f32 or nullptr.
 void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
                 float eps, const TensorView& out);
@@ -92,6 +97,13 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
 //   (skipped); k_cache, v_cache: [num_blocks, block_size, num_kv_heads, head_dim] in the cache dtype.
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache);
+
+// rotary_embedding of q and of k (the same positions and tables), then write_kv_cache of k and v: the three ops with
+// their bits, in one launch on the GPU.  q: [T, num_heads, head_dim]; k, v: [T, num_kv_heads, head_dim].
+void rotary_write_kv(const ExecContext& ctx, const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& positions, const TensorView& table_offsets, const TensorView& cos_table,
+                     const TensorView& sin_table, int rotary_dim, bool neox_style, const TensorView& slot_mapping,
+                     const TensorView& k_cache, const TensorView& v_cache);
 
 // What paged attention needs to know about the sequences of a batch: views into the ForwardBatch.
 struct AttentionMetadata {

@@ -51,6 +51,17 @@ void Decoder::norm(const Pass& pass, const TensorView& x, const Tensor& weight, 
     }
 }
 
+void Decoder::add_and_norm(const Pass& pass, const TensorView& hidden, const TensorView& delta, const Tensor& weight,
+                           const Tensor& bias, const TensorView& out) const {
+    if (spec_.norm.kind == NormKind::kRmsNorm) {
+        ops::add_rms_norm(pass.ctx, hidden, delta, weight, float(spec_.norm.eps.value_or(config_.rms_norm_eps)), 0.0f,
+                          out);
+        return;
+    }
+    ops::add_inplace(pass.ctx, hidden, delta);
+    norm(pass, hidden, weight, bias, out);
+}
+
 void Decoder::qk_norm(const Pass& pass, const Tensor& weight, const Tensor& bias, const TensorView& x) const {
     const float eps = float(spec_.norm.eps.value_or(config_.rms_norm_eps));
     if (spec_.attention.qk_norm_per_head) {
@@ -65,16 +76,6 @@ void Decoder::qk_norm(const Pass& pass, const Tensor& weight, const Tensor& bias
             ops::layer_norm(pass.ctx, rows, weight, bias.defined() ? &bias.view() : nullptr, eps, rows);
             return;
     }
-}
-
-// Positions pick the table rows; the table is the layer's (Gemma3 local layers have their own). With LongRoPE each
-// token's row is offset into the long half when its sequence's whole length passes the threshold
-// (ForwardBatch::rotary_offsets), so one op covers every sequence of the batch.
-void Decoder::apply_rotary(const Pass& pass, const DecoderLayerWeights& w, const TensorView& x) const {
-    const RotaryTables& table = w.local_rotary ? *rotary_local_ : *rotary_;
-    const bool long_rope = !w.local_rotary && table.layout().long_rope_threshold > 0;
-    ops::rotary_embedding(pass.ctx, x, pass.batch.positions(), long_rope ? pass.batch.rotary_offsets : TensorView(),
-                          table.cos_table(), table.sin_table(), table.rotary_dim(), spec_.attention.neox_rotary);
 }
 
 void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& x,
@@ -94,13 +95,22 @@ void Decoder::attention_block(const Pass& pass, const DecoderLayerWeights& w, in
         qk_norm(pass, w.q_norm, w.q_norm_bias, q);
         qk_norm(pass, w.k_norm, w.k_norm_bias, k);
     }
-    if (spec_.attention.positions == PositionEncoding::kRotary) {
-        apply_rotary(pass, w, q);
-        apply_rotary(pass, w, k);
-    }
     const TensorView& k_cache = pass.kv.k[size_t(layer_index)];
     const TensorView& v_cache = pass.kv.v[size_t(layer_index)];
-    ops::write_kv_cache(pass.ctx, k, v, pass.batch.slot_mapping, k_cache, v_cache);
+    if (spec_.attention.positions == PositionEncoding::kRotary) {
+        // Rotary of q and k and the KV write: one launch on the GPU (ops::rotary_write_kv). Positions pick the
+        // table rows; the table is the layer's (Gemma3 local layers have their own). With LongRoPE each token's row
+        // is offset into the long half when its sequence's whole length passes the threshold
+        // (ForwardBatch::rotary_offsets), so one op covers every sequence of the batch.
+        const RotaryTables& table = w.local_rotary ? *rotary_local_ : *rotary_;
+        const bool long_rope = !w.local_rotary && table.layout().long_rope_threshold > 0;
+        ops::rotary_write_kv(pass.ctx, q, k, v, pass.batch.positions(),
+                             long_rope ? pass.batch.rotary_offsets : TensorView(), table.cos_table(), table.sin_table(),
+                             table.rotary_dim(), spec_.attention.neox_rotary, pass.batch.slot_mapping, k_cache,
+                             v_cache);
+    } else {
+        ops::write_kv_cache(pass.ctx, k, v, pass.batch.slot_mapping, k_cache, v_cache);
+    }
     TensorView attn = pass.alloc({t, c.num_attention_heads, c.head_dim});
     ops::AttentionParams params;
     params.scale = attention_scale(layer_index);
@@ -135,18 +145,33 @@ void Decoder::mlp_block(const Pass& pass, const DecoderLayerWeights& w, const Te
 }
 
 // One layer: attention and MLP joined to the residual stream `hidden` (updated in place) as spec_.residual says.
-void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, const TensorView& hidden) const {
+void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, Residual& residual) const {
+    const TensorView& hidden = residual.hidden;
+    const bool defers = spec_.residual == ResidualLayout::kSequential && residual.delta.defined();
+    if (residual.has_delta && !defers) {  // (no layout mixes; kept for safety) the add is done here
+        ops::add_inplace(pass.ctx, hidden, residual.delta);
+        residual.has_delta = false;
+    }
     if (spec_.residual == ResidualLayout::kPostNorm) return post_norm_layer(pass, w, l, hidden);
     const int64_t t = pass.batch.num_tokens, size = config_.hidden_size;
     const size_t mark = pass.ws.mark();
     TensorView normed = pass.alloc({t, size});
     TensorView block_out = pass.alloc({t, size});
-    norm(pass, hidden, w.input_norm, w.input_norm_bias, normed);
+    if (residual.has_delta) {
+        add_and_norm(pass, hidden, residual.delta, w.input_norm, w.input_norm_bias, normed);
+        residual.has_delta = false;
+    } else {
+        norm(pass, hidden, w.input_norm, w.input_norm_bias, normed);
+    }
     attention_block(pass, w, l, normed, block_out);
     switch (spec_.residual) {
         case ResidualLayout::kSequential:
-            ops::add_inplace(pass.ctx, hidden, block_out);
-            norm(pass, hidden, w.post_attention_norm, w.post_attention_norm_bias, normed);
+            add_and_norm(pass, hidden, block_out, w.post_attention_norm, w.post_attention_norm_bias, normed);
+            if (defers) {  // the MLP's output joins the stream in the next layer's first norm (or in forward())
+                mlp_block(pass, w, normed, residual.delta);
+                residual.has_delta = true;
+                break;
+            }
             mlp_block(pass, w, normed, block_out);
             ops::add_inplace(pass.ctx, hidden, block_out);
             break;
@@ -223,7 +248,10 @@ void Decoder::forward(const ExecContext& ctx, const ForwardBatch& batch, KvCache
         if (pass.act == DType::kF16) scale = f16_to_f32(f32_to_f16(scale));
         ops::scale_inplace(ctx, hidden, scale);
     }
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, hidden);
+    Residual residual{hidden, TensorView(), false};
+    if (spec_.residual == ResidualLayout::kSequential) residual.delta = pass.alloc({batch.num_tokens, c.hidden_size});
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, residual);
+    if (residual.has_delta) ops::add_inplace(ctx, hidden, residual.delta);
     head(pass, hidden, logits);
 }
 

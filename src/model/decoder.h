@@ -96,7 +96,18 @@ private:
         DType act;  // activation dtype
         TensorView alloc(std::initializer_list<int64_t> dims) const { return ws.alloc(dims, act); }
     };
-    void layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& hidden) const;
+    // The residual stream between layers: `hidden` [T, H] and, when has_delta, a layer's last block output [T, H]
+    // not yet added to it: the next layer adds it in the launch of its first norm (ops::add_rms_norm), and forward()
+    // adds what the last layer leaves.
+    struct Residual {
+        TensorView hidden;
+        TensorView delta;  // defined when the layout defers its last add (kSequential)
+        bool has_delta = false;
+    };
+    void layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, Residual& residual) const;
+    // hidden += delta, then out = norm(hidden): one launch for RMSNorm.
+    void add_and_norm(const Pass& pass, const TensorView& hidden, const TensorView& delta, const Tensor& weight,
+                      const Tensor& bias, const TensorView& out) const;
     void attention_block(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& x,
                          const TensorView& out) const;
     void mlp_block(const Pass& pass, const DecoderLayerWeights& w, const TensorView& x, const TensorView& out) const;
@@ -105,7 +116,6 @@ private:
               const TensorView& out) const;
     // x: [T, heads, head_dim], in place; bias undefined for none.
     void qk_norm(const Pass& pass, const Tensor& weight, const Tensor& bias, const TensorView& x) const;
-    void apply_rotary(const Pass& pass, const DecoderLayerWeights& w, const TensorView& x) const;
     // GPT-style families (decoder_gpt.cc)
     void embed_tokens(const Pass& pass, const TensorView& hidden) const;  // embedding, project_in, positions
     void post_norm_layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index,

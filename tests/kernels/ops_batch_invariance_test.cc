@@ -2,6 +2,7 @@
 // alone or among other rows, for matmul (every weight dtype), the norms, paged attention (in a batch, as a chunk
 // after a cached prefix, as a decode row, over other physical blocks) and the MoE chain ending in moe_combine.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -84,6 +85,62 @@ TEST_P(OpsBatchInvariance, NormRowAloneEqualsTheRowInABatch) {
     ops::per_head_layer_norm(r.ctx(), all, hw, nullptr, 1e-5f);
     ops::per_head_layer_norm(r.ctx(), one, hw, nullptr, 1e-5f);
     EXPECT_TRUE(same_row(all, 3, one, 0));
+}
+
+// The fused ops (one launch on the GPU) have the bits of the ops they fuse, and a norm row of the vector build
+// (hidden 4096) has its bits alone and in a batch.
+TEST_P(OpsBatchInvariance, FusedOpsHaveTheBitsOfTheirParts) {
+    ParityRun& r = run_;
+    for (int64_t hidden : {100, 200, 255, 4096, 8200}) {
+        const int64_t rows = 5;
+        TensorView x = r.host_act({rows, hidden}, -3, 3), y = r.host_act({rows, hidden}, -1, 1);
+        TensorView w = r.device(r.host_random({hidden}, DType::kF32, -1, 1));
+        TensorView fused_x = r.device(x), parts_x = r.device(x), dy = r.device(y);
+        TensorView fused = r.device_output({rows, hidden}, r.act()), parts = r.device_output({rows, hidden}, r.act());
+        ops::add_rms_norm(r.ctx(), fused_x, dy, w, 1e-6f, 0.0f, fused);
+        ops::add_inplace(r.ctx(), parts_x, dy);
+        ops::rms_norm(r.ctx(), parts_x, w, 1e-6f, 0.0f, parts);
+        for (int64_t i = 0; i < rows; ++i) {
+            EXPECT_TRUE(same_row(fused_x, i, parts_x, i)) << "add_rms_norm x, hidden " << hidden << " row " << i;
+            EXPECT_TRUE(same_row(fused, i, parts, i)) << "add_rms_norm out, hidden " << hidden << " row " << i;
+            TensorView alone = r.device_output({1, hidden}, r.act());
+            ops::rms_norm(r.ctx(), parts_x.rows(i, i + 1), w, 1e-6f, 0.0f, alone);
+            EXPECT_TRUE(same_row(parts, i, alone, 0)) << "rms_norm alone, hidden " << hidden << " row " << i;
+        }
+    }
+    for (bool neox : {true, false}) {
+        const int64_t tokens = 4, heads = 8, kv_heads = 2, dim = 96, positions = 32, block_size = 8;
+        const int rotary_dim = 64, half = rotary_dim / 2;
+        std::vector<double> cos_values, sin_values;
+        for (int64_t p = 0; p < positions; ++p) {
+            for (int i = 0; i < half; ++i) {
+                const double angle = double(p) * std::pow(10000.0, -2.0 * i / rotary_dim);
+                cos_values.push_back(std::cos(angle));
+                sin_values.push_back(std::sin(angle));
+            }
+        }
+        TensorView cos = r.device(r.host_values({positions, half}, DType::kF32, cos_values));
+        TensorView sin = r.device(r.host_values({positions, half}, DType::kF32, sin_values));
+        TensorView pos = r.device(r.host_i32({tokens}, {0, 7, 31, 12}));
+        TensorView slots = r.device(r.host_i64({tokens}, {5, -1, 17, 2}));
+        TensorView q = r.host_act({tokens, heads, dim}, -2, 2), k = r.host_act({tokens, kv_heads, dim}, -2, 2);
+        TensorView v = r.device(r.host_act({tokens, kv_heads, dim}, -2, 2));
+        TensorView cache = r.host_act({3, block_size, kv_heads, dim});
+        TensorView fq = r.device(q), fk = r.device(k), fkc = r.device(cache), fvc = r.device(cache);
+        TensorView pq = r.device(q), pk = r.device(k), pkc = r.device(cache), pvc = r.device(cache);
+        ops::rotary_write_kv(r.ctx(), fq, fk, v, pos, TensorView(), cos, sin, rotary_dim, neox, slots, fkc, fvc);
+        ops::rotary_embedding(r.ctx(), pq, pos, TensorView(), cos, sin, rotary_dim, neox);
+        ops::rotary_embedding(r.ctx(), pk, pos, TensorView(), cos, sin, rotary_dim, neox);
+        ops::write_kv_cache(r.ctx(), pk, v, slots, pkc, pvc);
+        for (int64_t t = 0; t < tokens; ++t) {
+            EXPECT_TRUE(same_row(fq, t, pq, t)) << "q, neox " << neox << " token " << t;
+            EXPECT_TRUE(same_row(fk, t, pk, t)) << "k, neox " << neox << " token " << t;
+        }
+        for (int64_t b = 0; b < 3; ++b) {
+            EXPECT_TRUE(same_row(fkc, b, pkc, b)) << "k cache, neox " << neox << " block " << b;
+            EXPECT_TRUE(same_row(fvc, b, pvc, b)) << "v cache, neox " << neox << " block " << b;
+        }
+    }
 }
 
 // Sequences of given K, V and queries ([len, heads | kv_heads, D] each), cached and attended in several layouts.

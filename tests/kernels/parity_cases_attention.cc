@@ -71,6 +71,69 @@ CaseGroup rotary_group(const std::string& name, bool neox_style) {
     return group;
 }
 
+// Rotary of q and k and the KV write in one op, against the reference of the three: q and k rotated, the caches hold
+// the rotated k (as rounded to the activation dtype) and v. Partial rotary (the rest of k copied), LongRoPE offsets,
+// padding slots, an f32 cache.
+CaseGroup rotary_write_kv_group(bool neox_style) {
+    struct Shape {
+        int64_t tokens, heads, kv_heads, head_dim;
+        int rotary_dim;
+        bool long_rope, f32_cache;
+    };
+    CaseGroup group{"rotary_write_kv", neox_style ? "neox" : "interleaved", {}};
+    for (Shape s : {Shape{1, 32, 8, 128, 128, false, false},
+                    {5, 4, 2, 64, 64, false, true},
+                    {7, 4, 4, 80, 20, false, false},
+                    {9, 4, 1, 128, 128, true, false},
+                    {6, 2, 2, 96, 48, true, true},
+                    {3, 8, 2, 256, 64, false, false}}) {
+        group.cases.push_back(
+            {fmt::format("t{}_heads{}_kv{}_d{}_rot{}{}{}", s.tokens, s.heads, s.kv_heads, s.head_dim, s.rotary_dim,
+                         s.long_rope ? "_long_rope" : "", s.f32_cache ? "_f32_cache" : ""),
+             [=](ParityRun& r) {
+                 const int64_t max_positions = 64, block_size = 16;
+                 auto [cos, sin] =
+                     rotary_tables(r, max_positions, s.rotary_dim,
+                                   s.long_rope ? std::vector<double>{1.0, 0.37} : std::vector<double>{1.0});
+                 std::vector<int32_t> positions, offsets;
+                 for (int64_t t = 0; t < s.tokens; ++t) {
+                     positions.push_back(int32_t(r.uniform_int(0, max_positions - 1)));
+                     offsets.push_back(s.long_rope && r.uniform_int(0, 1) == 1 ? int32_t(max_positions) : 0);
+                 }
+                 const int64_t num_blocks = (s.tokens + block_size - 1) / block_size + 2;
+                 std::vector<int64_t> slots(size_t(num_blocks * block_size));
+                 std::iota(slots.begin(), slots.end(), 0);
+                 std::shuffle(slots.begin(), slots.end(), r.rng());
+                 slots.resize(size_t(s.tokens));
+                 if (s.tokens > 2) slots[1] = -1;  // a padding token: rotated, not written
+                 TensorView q = r.host_act({s.tokens, s.heads, s.head_dim}, -2, 2);
+                 TensorView k = r.host_act({s.tokens, s.kv_heads, s.head_dim}, -2, 2);
+                 TensorView v = r.host_act({s.tokens, s.kv_heads, s.head_dim}, -2, 2);
+                 TensorView pos = r.host_i32({s.tokens}, positions);
+                 TensorView off = s.long_rope ? r.host_i32({s.tokens}, offsets) : TensorView();
+                 const DType cache_dtype = s.f32_cache ? DType::kF32 : r.act();
+                 TensorView k_cache =
+                     r.host_random({num_blocks, block_size, s.kv_heads, s.head_dim}, cache_dtype, -1, 1);
+                 TensorView v_cache =
+                     r.host_random({num_blocks, block_size, s.kv_heads, s.head_dim}, cache_dtype, -1, 1);
+                 TensorView slot_mapping = r.host_i64({s.tokens}, slots);
+                 TensorView device_q = r.device(q), device_k = r.device(k);
+                 TensorView device_k_cache = r.device(k_cache), device_v_cache = r.device(v_cache);
+                 ops::rotary_write_kv(r.ctx(), device_q, device_k, r.device(v), r.device(pos),
+                                      s.long_rope ? r.device(off) : TensorView(), r.device(cos), r.device(sin),
+                                      s.rotary_dim, neox_style, r.device(slot_mapping), device_k_cache, device_v_cache);
+                 r.expect_close("q", device_q, ref::rotary_embedding(q, pos, off, cos, sin, s.rotary_dim, neox_style));
+                 const ref::Values k_rotated = ref::rotary_embedding(k, pos, off, cos, sin, s.rotary_dim, neox_style);
+                 r.expect_close("k", device_k, k_rotated);
+                 TensorView k_rounded = r.host_values({s.tokens, s.kv_heads, s.head_dim}, r.act(), k_rotated);
+                 const ref::KvCache want = ref::write_kv_cache(k_rounded, v, slot_mapping, k_cache, v_cache);
+                 r.expect_close("k_cache", device_k_cache, want.k);
+                 r.expect_close("v_cache", device_v_cache, want.v);
+             }});
+    }
+    return group;
+}
+
 // f32_cache: an f32 cache whatever the activation dtype (exact from any of them); otherwise the cache has the
 // activation dtype.
 CaseGroup write_kv_cache_group(bool f32_cache) {
@@ -296,8 +359,9 @@ std::vector<CaseGroup> paged_attention_groups() {
 }  // namespace
 
 std::vector<CaseGroup> attention_case_groups() {
-    std::vector<CaseGroup> groups = {rotary_group("neox", true), rotary_group("interleaved", false),
-                                     write_kv_cache_group(false), write_kv_cache_group(true)};
+    std::vector<CaseGroup> groups = {rotary_group("neox", true),  rotary_group("interleaved", false),
+                                     write_kv_cache_group(false), write_kv_cache_group(true),
+                                     rotary_write_kv_group(true), rotary_write_kv_group(false)};
     for (CaseGroup& g : paged_attention_groups()) groups.push_back(std::move(g));
     return groups;
 }

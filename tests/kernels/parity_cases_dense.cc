@@ -148,14 +148,42 @@ CaseGroup rms_norm_group() {
         float eps, weight_offset;
     };
     CaseGroup group{"rms_norm", "shapes", {}};
-    for (Shape s :
-         {Shape{1, 1, 1e-6f, 0}, {1, 64, 1e-6f, 0}, {3, 17, 1e-5f, 1}, {5, 255, 1e-6f, 0}, {2, 1024, 1e-5f, 1}}) {
+    for (Shape s : {Shape{1, 1, 1e-6f, 0},
+                    {1, 64, 1e-6f, 0},
+                    {3, 17, 1e-5f, 1},
+                    {5, 255, 1e-6f, 0},
+                    {2, 1024, 1e-5f, 1},
+                    {1, 4096, 1e-5f, 0},
+                    {2, 8200, 1e-6f, 0},
+                    {1, 20000, 1e-6f, 1}}) {
         group.cases.push_back({fmt::format("t{}_h{}_offset{}", s.tokens, s.hidden, s.weight_offset), [=](ParityRun& r) {
                                    TensorView x = r.host_act({s.tokens, s.hidden}, -3, 3);
                                    TensorView w = r.host_random({s.hidden}, DType::kF32, -1, 1);
                                    TensorView out = r.device_output({s.tokens, s.hidden}, r.act());
                                    ops::rms_norm(r.ctx(), r.device(x), r.device(w), s.eps, s.weight_offset, out);
                                    r.expect_close("out", out, ref::rms_norm(x, w, s.eps, s.weight_offset));
+                               }});
+    }
+    return group;
+}
+
+// The residual add then RMSNorm in one op: x is the rounded sum, out the norm of that sum. Rows of lengths the vector
+// build takes (multiples of 8, up to 4 pieces per thread) and the scalar build (255, and 100 for 2-byte dtypes).
+CaseGroup add_rms_norm_group() {
+    CaseGroup group{"add_rms_norm", "shapes", {}};
+    for (auto [tokens, hidden] :
+         {std::array<int64_t, 2>{1, 1}, {1, 4096}, {3, 100}, {2, 255}, {4, 1024}, {2, 16384}, {1, 20000}}) {
+        group.cases.push_back({fmt::format("t{}_h{}", tokens, hidden), [=](ParityRun& r) {
+                                   TensorView x = r.host_act({tokens, hidden}, -3, 3);
+                                   TensorView y = r.host_act({tokens, hidden}, -1, 1);
+                                   TensorView w = r.host_random({hidden}, DType::kF32, -1, 1);
+                                   TensorView out = r.device_output({tokens, hidden}, r.act());
+                                   TensorView device_x = r.device(x);
+                                   ops::add_rms_norm(r.ctx(), device_x, r.device(y), r.device(w), 1e-6f, 1.0f, out);
+                                   const ref::Values sum = ref::add(x, y);
+                                   r.expect_close("x", device_x, sum);
+                                   TensorView rounded = r.host_values({tokens, hidden}, r.act(), sum);
+                                   r.expect_close("out", out, ref::rms_norm(rounded, w, 1e-6, 1.0));
                                }});
     }
     return group;
@@ -274,6 +302,7 @@ std::vector<CaseGroup> dense_case_groups() {
     groups.push_back(gather_rows_group());
     groups.push_back(copy_group());
     groups.push_back(rms_norm_group());
+    groups.push_back(add_rms_norm_group());
     groups.push_back(layer_norm_group());
     groups.push_back(per_head_layer_norm_group());
     for (CaseGroup& g : elementwise_groups()) groups.push_back(std::move(g));

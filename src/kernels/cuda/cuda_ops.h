@@ -19,6 +19,8 @@ void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst);
 void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
               const TensorView& out);
+void add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& y, const TensorView& weight, float eps,
+                  float weight_offset, const TensorView& out);
 void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
                 float eps, const TensorView& out);
 void per_head_layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
@@ -34,6 +36,10 @@ void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorV
                       int rotary_dim, bool neox_style);
 void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorView& v, const TensorView& slot_mapping,
                     const TensorView& k_cache, const TensorView& v_cache);
+void rotary_write_kv(const ExecContext& ctx, const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& positions, const TensorView& table_offsets, const TensorView& cos_table,
+                     const TensorView& sin_table, int rotary_dim, bool neox_style, const TensorView& slot_mapping,
+                     const TensorView& k_cache, const TensorView& v_cache);
 // partials: device scratch for split-KV of at least paged_attention_scratch_bytes (paged_attention.h), or undefined
 // (no split-KV; the results are the same bits either way). ops.cc takes it from ctx.scratch.
 void paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,

@@ -1,6 +1,7 @@
 // The paged KV write on CUDA: token t's K and V rows go to slot slot_mapping[t] of the caches (padding, slot -1, is
 // skipped), converted from the activation dtype to the cache dtype (exact when they are the same; else widened to
-// fp32 and rounded once). One block per token.
+// fp32 and rounded once). Blocks of kThreads elements over a token's row (grid: tokens x blocks), one element per
+// thread.
 #include <cstdint>
 
 #include "kernels/cuda/kernel_common.cuh"
@@ -16,18 +17,14 @@ template <class TIn, class TCache>
 __global__ void write_kv_cache_kernel(const TIn* k, const TIn* v, const int64_t* slot_mapping, int64_t row,
                                       int64_t num_slots, TCache* k_cache, TCache* v_cache) {
     const int64_t t = blockIdx.x;
+    const int64_t i = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+    if (i >= row) return;
     const int64_t slot = slot_mapping[t];
     if (slot < 0) return;  // padding
     TACO_DEVICE_CHECK(slot < num_slots, "write_kv_cache: slot %lld outside the cache of %lld slots\n",
                       static_cast<long long>(slot), static_cast<long long>(num_slots));
-    const TIn* k_row = k + t * row;
-    const TIn* v_row = v + t * row;
-    TCache* k_dst = k_cache + slot * row;
-    TCache* v_dst = v_cache + slot * row;
-    for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
-        k_dst[i] = from_f32<TCache>(to_f32(k_row[i]));
-        v_dst[i] = from_f32<TCache>(to_f32(v_row[i]));
-    }
+    k_cache[slot * row + i] = from_f32<TCache>(to_f32(k[t * row + i]));
+    v_cache[slot * row + i] = from_f32<TCache>(to_f32(v[t * row + i]));
 }
 
 }  // namespace
@@ -41,9 +38,10 @@ void write_kv_cache(void* stream, const void* k, const void* v, DType act_dtype,
         using TIn = typename decltype(in_tag)::type;
         dispatch_float(cache_dtype, "write_kv_cache", "k_cache", [&](auto cache_tag) {
             using TCache = typename decltype(cache_tag)::type;
-            write_kv_cache_kernel<TIn, TCache><<<unsigned(tokens), kThreads, 0, as_stream(stream)>>>(
-                static_cast<const TIn*>(k), static_cast<const TIn*>(v), slot_mapping, row, num_slots,
-                static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache));
+            write_kv_cache_kernel<TIn, TCache>
+                <<<dim3(unsigned(tokens), blocks_for(row, kThreads)), kThreads, 0, as_stream(stream)>>>(
+                    static_cast<const TIn*>(k), static_cast<const TIn*>(v), slot_mapping, row, num_slots,
+                    static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache));
             TACO_CUDA_CHECK_LAUNCH("write_kv_cache_kernel");
         });
     });

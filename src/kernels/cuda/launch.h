@@ -35,6 +35,9 @@ void activation_inplace(void* stream, void* x, DType dtype, int64_t n, Activatio
 // ---- norms.cu: x, out [rows, hidden] (out may alias x); weight, bias: [hidden] f32 (bias may be null) ----
 void rms_norm(void* stream, const void* x, void* out, DType dtype, int64_t rows, int64_t hidden, const float* weight,
               float eps, float weight_offset);
+// x += delta (one rounding per element), then out = rms_norm(x): the bits of add_inplace and rms_norm. out != x.
+void add_rms_norm(void* stream, void* x, const void* delta, void* out, DType dtype, int64_t rows, int64_t hidden,
+                  const float* weight, float eps, float weight_offset);
 void layer_norm(void* stream, const void* x, void* out, DType dtype, int64_t rows, int64_t hidden, const float* weight,
                 const float* bias, float eps);
 // x: [tokens, heads, dim] in place; weight, bias: [heads, dim] f32 (bias may be null).
@@ -47,6 +50,14 @@ void per_head_layer_norm(void* stream, void* x, DType dtype, int64_t tokens, int
 void rotary_embedding(void* stream, void* x, DType dtype, int64_t tokens, int64_t heads, int64_t head_dim,
                       const int32_t* positions, const int32_t* table_offsets, const float* cos_table,
                       const float* sin_table, int64_t table_rows, int rotary_dim, bool neox_style);
+// rotary_embedding of q [tokens, q_heads, head_dim] and k [tokens, kv_heads, head_dim] in place, then
+// write_kv_cache of k and v (v: as k) into the caches ([num_slots, kv_heads * head_dim], cache_dtype): the bits of
+// the three launches, in one.
+void rotary_write_kv(void* stream, void* q, void* k, const void* v, DType dtype, int64_t tokens, int64_t q_heads,
+                     int64_t kv_heads, int64_t head_dim, const int32_t* positions, const int32_t* table_offsets,
+                     const float* cos_table, const float* sin_table, int64_t table_rows, int rotary_dim,
+                     bool neox_style, const int64_t* slot_mapping, void* k_cache, void* v_cache, DType cache_dtype,
+                     int64_t num_slots);
 
 // ---- kv_cache.cu ----
 // k, v: [tokens, row] in act_dtype (row = kv_heads * head_dim); slot_mapping: [tokens] (-1: skipped); k_cache,

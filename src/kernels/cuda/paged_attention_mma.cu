@@ -98,6 +98,9 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     float* total_s = reinterpret_cast<float*>(v_s + kKeys * S);
     __shared__ RowInfo rows[kRows];
     __shared__ int64_t key_offset[kKeys];
+    // The sequences of the CTA's rows in increasing order, each with the keys its rows see [begin, end).
+    __shared__ int seq_ids[kRows], seq_key_begin[kRows], seq_key_end[kRows];
+    __shared__ int num_seqs_here;
 
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     const int g = lane / 4, t = lane % 4;  // the mma fragments' row group and column pair
@@ -111,6 +114,34 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
         if (r < num_rows && in_group < p.group && token < p.num_tokens)
             info = row_info(p, token, kv_head * p.group + in_group);
         rows[r] = info;
+    }
+    __syncthreads();
+    // One pass over the CTA's tokens (the heads of a token share its sequence, position and first key), by one
+    // thread: the sorted list of sequences the loop below walks (a decode step has one token per CTA, so one entry).
+    if (threadIdx.x == 0) {
+        int n = 0;
+        const int heads_here = max(p.heads_per_cta, 1);
+        for (int r = 0; r < num_rows && r < kRows; r += heads_here) {
+            const RowInfo& info = rows[r];
+            if (info.state != kRowOk) continue;
+            int at = n;
+            while (at > 0 && seq_ids[at - 1] > info.seq) --at;
+            if (at > 0 && seq_ids[at - 1] == info.seq) {
+                seq_key_begin[at - 1] = min(seq_key_begin[at - 1], info.first);
+                seq_key_end[at - 1] = max(seq_key_end[at - 1], info.pos + 1);
+                continue;
+            }
+            for (int i = n; i > at; --i) {
+                seq_ids[i] = seq_ids[i - 1];
+                seq_key_begin[i] = seq_key_begin[i - 1];
+                seq_key_end[i] = seq_key_end[i - 1];
+            }
+            seq_ids[at] = info.seq;
+            seq_key_begin[at] = info.first;
+            seq_key_end[at] = info.pos + 1;
+            ++n;
+        }
+        num_seqs_here = n;
     }
     __syncthreads();
     const T* q = static_cast<const T*>(p.q);
@@ -137,19 +168,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     T* out = static_cast<T*>(p.out);
     float* my_total = total_s + warp * (kDimBlocks * 4) * 32 + lane;  // element i at my_total[32 i]
 
-    int prev_seq = -1;
-    for (;;) {
-        int seq = INT_MAX;
-        for (int r = 0; r < kRows; ++r)
-            if (rows[r].state == kRowOk && rows[r].seq > prev_seq) seq = min(seq, rows[r].seq);
-        if (seq == INT_MAX) break;
-        prev_seq = seq;
-        int key_begin = INT_MAX, key_end = 0;
-        for (int r = 0; r < kRows; ++r) {
-            if (rows[r].state != kRowOk || rows[r].seq != seq) continue;
-            key_begin = min(key_begin, rows[r].first);
-            key_end = max(key_end, rows[r].pos + 1);
-        }
+    for (int seq_index = 0; seq_index < num_seqs_here; ++seq_index) {
+        const int seq = seq_ids[seq_index], key_begin = seq_key_begin[seq_index], key_end = seq_key_end[seq_index];
         const bool mine[2] = {row[0].state == kRowOk && row[0].seq == seq, row[1].state == kRowOk && row[1].seq == seq};
         const bool warp_active = __any_sync(kFullWarp, mine[0] || mine[1]);
         int z_lo = key_begin / kPartitionKeys, z_step = 1;

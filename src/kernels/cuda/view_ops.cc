@@ -57,6 +57,13 @@ void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& wei
                      weight_offset);
 }
 
+void add_rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& y, const TensorView& weight, float eps,
+                  float weight_offset, const TensorView& out) {
+    check_same_dtype("add_rms_norm", x, "x", out, "out");
+    launch::add_rms_norm(ctx.stream, x.data, y.data, out.data, x.dtype, x.shape[0], x.shape[1],
+                         const_data<float>(weight), eps, weight_offset);
+}
+
 void layer_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, const TensorView* bias,
                 float eps, const TensorView& out) {
     check_same_dtype("layer_norm", x, "x", out, "out");
@@ -110,6 +117,21 @@ void write_kv_cache(const ExecContext& ctx, const TensorView& k, const TensorVie
     launch::write_kv_cache(ctx.stream, k.data, v.data, k.dtype, k.shape[0], k.shape[1] * k.shape[2],
                            const_data<int64_t>(slot_mapping), k_cache.data, v_cache.data, k_cache.dtype,
                            k_cache.shape[0] * k_cache.shape[1]);
+}
+
+void rotary_write_kv(const ExecContext& ctx, const TensorView& q, const TensorView& k, const TensorView& v,
+                     const TensorView& positions, const TensorView& table_offsets, const TensorView& cos_table,
+                     const TensorView& sin_table, int rotary_dim, bool neox_style, const TensorView& slot_mapping,
+                     const TensorView& k_cache, const TensorView& v_cache) {
+    check_same_dtype("rotary_write_kv", k, "k", v, "v");
+    TACO_CHECK_MSG(k_cache.dtype == v_cache.dtype, "rotary_write_kv: k_cache is {} and v_cache is {}",
+                   dtype_name(k_cache.dtype), dtype_name(v_cache.dtype));
+    const int32_t* offsets = table_offsets.ndim > 0 ? const_data<int32_t>(table_offsets) : nullptr;
+    launch::rotary_write_kv(ctx.stream, q.data, k.data, v.data, q.dtype, q.shape[0], q.shape[1], k.shape[1], q.shape[2],
+                            const_data<int32_t>(positions), offsets, const_data<float>(cos_table),
+                            const_data<float>(sin_table), cos_table.shape[0], rotary_dim, neox_style,
+                            const_data<int64_t>(slot_mapping), k_cache.data, v_cache.data, k_cache.dtype,
+                            k_cache.shape[0] * k_cache.shape[1]);
 }
 
 void moe_route(const ExecContext& ctx, const TensorView& logits, const TensorView& slot_mapping,
