@@ -135,7 +135,7 @@ struct AttentionParams {
 //   GQA: head h reads kv head h / (num_heads / num_kv_heads).
 // CUDA: head_dim up to 256, any block size; the cache in q's dtype or f32; max_seq_len must bound seq_lens. Long
 // sequences in small batches split their keys over several CTAs (split-KV, kernels/cuda/paged_attention.h) with
-// partials from ctx.scratch: the op takes up to 512 MiB of it (cuda::paged_attention_scratch_bytes) before its
+// partials from ctx.scratch: the op takes up to 1 GiB of it (cuda::paged_attention_scratch_bytes) before its
 // dry-run check, so the dry run reserves it too, and hands it back on return. Without ctx.scratch (or with an unsized
 // one) nothing splits; a row's bits are the same either way. Rows whose metadata the kernel cannot use (a position
 // past its sequence, block table or max_seq_len, a block id outside the cache) come out NaN on CUDA; the CPU aborts.

@@ -168,6 +168,42 @@ TEST_F(CudaMatmul, AShapeReusesItsPlanAndGivesTheSameBitsEveryCall) {
     }
 }
 
+// Decode batches past the skinny kernel's rows (32 rows through k_proj's 1,024 and o_proj's 4,096 outputs of the 8B
+// shape): the plan's grid fills at least half a wave of the GPU (a split over K where the outputs alone would not:
+// the heuristic's first choice had 4 CTAs), the sums stay fp32 and the same call gives the same bits every time
+// (the split's partials are reduced out of place in a fixed order).
+TEST_F(CudaMatmul, FewRowsAndOutputsFillTheGpuWithTheSameBitsEveryCall) {
+    for (int64_t n : {1024, 4096}) {
+        SCOPED_TRACE(n);
+        const int64_t m = 32, k = 4096;
+        auto [y, want] = product(m, n, k, DType::kBF16, DType::kBF16, false, 5);
+        EXPECT_LT(worst_row_error(y, want, n), 2.1 * 0x1p-8);
+        std::mt19937 rng(6);
+        HostMatrix x = random_matrix(m, k, DType::kBF16, rng), w = random_matrix(n, k, DType::kBF16, rng);
+        Tensor dx = to_device(x.tensor), dw = to_device(w.tensor);
+        Tensor first = Tensor::empty({m, n}, DType::kBF16, Device::kCuda);
+        Tensor again = Tensor::empty({m, n}, DType::kBF16, Device::kCuda);
+        ops::matmul(ctx_, dx, dw, nullptr, first);
+        for (int i = 0; i < 3; ++i) {
+            ops::matmul(ctx_, dx, dw, nullptr, again);
+            stream_->synchronize();
+            EXPECT_EQ(bytes_of(first), bytes_of(again));
+        }
+        cuda::GemmKey key;
+        key.m = m, key.n = n, key.k = k, key.in_dtype = DType::kBF16, key.out_dtype = DType::kBF16;
+        key.align_x = cuda::address_alignment(dx.view().data), key.align_w = cuda::address_alignment(dw.view().data);
+        key.align_y = cuda::address_alignment(first.view().data);
+        key.workspace_bytes = ctx_.blas_workspace.nbytes();
+        ASSERT_EQ(cudaGetDevice(&key.device), cudaSuccess);
+        const cuda::GemmPlan& plan =
+            cuda::GemmPlanCache::global().get(static_cast<cublasLtHandle_t>(ctx_.blas_handle), key, nullptr);
+        std::printf("[%lld, %lld] x [%lld, %lld]^T: %.2f waves, workspace %zu bytes\n", static_cast<long long>(m),
+                    static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k), plan.waves(),
+                    plan.algo_workspace_bytes());
+        EXPECT_GE(plan.waves(), 0.5f);
+    }
+}
+
 TEST_F(CudaMatmul, WeightsOfAnotherDtypeThanTheActivationsAreRefused) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     Tensor x = Tensor::empty({2, 8}, DType::kBF16, Device::kCuda),

@@ -72,7 +72,7 @@ CaseGroup rotary_group(const std::string& name, bool neox_style) {
 }
 
 // Rotary of q and k and the KV write in one op, against the reference of the three: q and k rotated, the caches hold
-// the rotated k (as rounded to the activation dtype) and v. Partial rotary (the rest of k copied), LongRoPE offsets,
+// the k the op stored and v. Partial rotary (the rest of k copied), LongRoPE offsets,
 // padding slots, an f32 cache.
 CaseGroup rotary_write_kv_group(bool neox_style) {
     struct Shape {
@@ -125,8 +125,9 @@ CaseGroup rotary_write_kv_group(bool neox_style) {
                  r.expect_close("q", device_q, ref::rotary_embedding(q, pos, off, cos, sin, s.rotary_dim, neox_style));
                  const ref::Values k_rotated = ref::rotary_embedding(k, pos, off, cos, sin, s.rotary_dim, neox_style);
                  r.expect_close("k", device_k, k_rotated);
-                 TensorView k_rounded = r.host_values({s.tokens, s.kv_heads, s.head_dim}, r.act(), k_rotated);
-                 const ref::KvCache want = ref::write_kv_cache(k_rounded, v, slot_mapping, k_cache, v_cache);
+                 // The cache holds the k the op stored (checked above), converted as write_kv_cache does.
+                 TensorView k_stored = r.host_values({s.tokens, s.kv_heads, s.head_dim}, r.act(), r.read(device_k));
+                 const ref::KvCache want = ref::write_kv_cache(k_stored, v, slot_mapping, k_cache, v_cache);
                  r.expect_close("k_cache", device_k_cache, want.k);
                  r.expect_close("v_cache", device_v_cache, want.v);
              }});

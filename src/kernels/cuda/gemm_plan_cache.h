@@ -10,9 +10,11 @@
 // TF32) for f32 inputs, so an fp32 model matches the CPU backend to rounding.
 //
 // Order of the sums (ARCHITECTURE.md "Parity rule"), what is and is not guaranteed:
-//   - no split-K: the heuristic is asked for algorithms without a reduction scheme and any candidate with more than
-//     one K split is refused, so each output element is one sequential dot product inside one kernel and the same
-//     call gives the same bits every time (no atomics, no order that depends on timing);
+//   - split-K only out of place: an output element is one sequential dot product inside one kernel, or the fp32
+//     partial sums of K splits written to the workspace and added by a separate kernel in a fixed order
+//     (CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE); in-place reductions and partials in y's dtype are refused. So the
+//     same call gives the same bits every time (no atomics, no order that depends on timing). Split-K is what
+//     fills the GPU for a few rows and few outputs (a decode batch of 32 through k_proj);
 //   - a plan is fixed per (M, N, K, dtypes, bias, alignments, device): the same shape always runs the same kernel;
 //   - NOT guaranteed: a row's bits across different M. The heuristic may pick another kernel (tile shape, MMA
 //     instruction) for another number of rows, and the order inside a tensor-core MMA differs between kernels, so
@@ -76,11 +78,14 @@ public:
     // kernel of its own adds it to y after the product (a bf16 / f16 y: one more rounding).
     bool bias_in_epilogue() const { return bias_in_epilogue_; }
     size_t algo_workspace_bytes() const { return algo_workspace_bytes_; }
+    // The chosen algorithm's grid in waves of the GPU (cuBLASLt's wavesCount).
+    float waves() const { return waves_; }
 
 private:
     // desc_ with the transposes, and the f32 bias epilogue when epilogue_bias is given.
     void create_descriptor(const float* epilogue_bias);
-    // Asks the heuristic for an algorithm without split-K under the current descriptor; false when it has none.
+    // Asks the heuristic for an algorithm (sequential or out-of-place split-K) under the current descriptor; false
+    // when it has none.
     bool choose_algorithm(cublasLtHandle_t handle);
     bool choose_algorithm_among(cublasLtHandle_t handle, uint32_t reduction_mask);
 
@@ -91,6 +96,7 @@ private:
     cublasLtMatrixLayout_t d_ = nullptr;  // y: N x M column-major, ld N (also C, with beta = 0)
     cublasLtMatmulAlgo_t algo_{};
     size_t algo_workspace_bytes_ = 0;
+    float waves_ = 0;
     bool bias_in_epilogue_ = false;
     cublasStatus_t heuristic_status_ = CUBLAS_STATUS_SUCCESS;  // of the last heuristic query (error messages)
     // The descriptor holds the bias pointer, which changes between calls: setting it and enqueueing the product

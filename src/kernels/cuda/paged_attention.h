@@ -20,8 +20,10 @@ namespace taco::cuda {
 
 // The most scratch paged_attention takes for split-KV partials.
 // (Under CUDA graphs a decode bucket's max_seq_len is the whole capacity: a row of 32 heads over 128k keys takes
-// 17 MiB, and a step whose partials do not fit does not split, leaving most of the GPU idle at small batches.)
-constexpr size_t kMaxAttentionScratchBytes = size_t(512) << 20;
+// 17 MiB, and a step whose partials do not fit does not split, leaving most of the GPU idle at small batches. 1 GiB
+// splits the 8B shape's decode buckets up to 60 sequences at 128k (512 MiB stopped at 30: a batch of 32 ran
+// unsplit); past that the rows alone fill the GPU.)
+constexpr size_t kMaxAttentionScratchBytes = size_t(1) << 30;
 
 enum class SplitKv {
     kAuto,    // split when the rows alone give too few CTAs to fill the GPU and the partials fit in the scratch
