@@ -49,9 +49,14 @@ template <int D>
 constexpr int kRowStride = D + 8;
 // Q [kRows][S], K and V [kKeys][S] (2-byte elements), and each lane's merged output of its two rows
 // [kWarps][D / 8 * 4][32] floats (unsplit steps merge partitions there).
+// The cooperative build (below) splits a tile's key blocks and O's dim blocks over the 4 warps: head dims whose
+// blocks divide by 4.
+template <int D>
+constexpr bool kCooperates = (D / 8) % kWarps == 0 && (kKeysPerTile<D> / 8) % kWarps == 0;
+// ... plus, for it, the tile's weights P [16][kKeys] and the warps' row maxima [kWarps][16], floats.
 template <int D>
 constexpr size_t kSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
-                              size_t(kWarps) * (D / 8 * 4) * 32 * 4;
+                              size_t(kWarps) * (D / 8 * 4) * 32 * 4 + size_t(16 * kKeysPerTile<D> + kWarps * 16) * 4;
 
 // Four 8x8 matrices of 2-byte elements: lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -96,6 +101,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     T* k_s = q_s + kRows * S;
     T* v_s = k_s + kKeys * S;
     float* total_s = reinterpret_cast<float*>(v_s + kKeys * S);
+    float* p_s = total_s + kWarps * (kDimBlocks * 4) * 32;  // cooperative: P [16][kKeys]
+    float* max_s = p_s + 16 * kKeys;                        // cooperative: [kWarps][16] row maxima
     __shared__ RowInfo rows[kRows];
     __shared__ int64_t key_offset[kKeys];
     // The sequences of the CTA's rows in increasing order, each with the keys its rows see [begin, end).
@@ -154,15 +161,24 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
         *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
     }
     __syncthreads();
-    // Lane l's address for an x4 A fragment of rows 16 warp.. and a k16 step: matrices (rows 0-7 | 8-15) x (cols
-    // 0-7 | 8-15) in the order a0..a3.
-    const T* q_lane = q_s + (warp * 16 + lane % 8 + (lane / 8) % 2 * 8) * S + lane / 16 * 8;
+    // Cooperative: a CTA of at most 16 rows (a decode token's GQA group) has them all in warp 0's mma rows; then
+    // every warp takes warp 0's rows, and a tile's work is split: warp w computes the scores of key blocks
+    // w kNbPerWarp.. and O's dim blocks w kNdPerWarp.., through shared memory for the row maxima and the weights P.
+    // Each value is computed by the same instructions on the same inputs as the one-warp walk (the max is exact in
+    // any order; the sum of P and every mma run in the one-warp order), so a row's bits do not change.
+    const bool coop = kCooperates<D> && num_rows <= 16;
+    constexpr int kNbPerWarp = kCooperates<D> ? kKeyBlocks / kWarps : 1;
+    constexpr int kNdPerWarp = kCooperates<D> ? kDimBlocks / kWarps : 1;
+    const int row_warp = coop ? 0 : warp;
+    // Lane l's address for an x4 A fragment of rows 16 row_warp.. and a k16 step: matrices (rows 0-7 | 8-15) x
+    // (cols 0-7 | 8-15) in the order a0..a3.
+    const T* q_lane = q_s + (row_warp * 16 + lane % 8 + (lane / 8) % 2 * 8) * S + lane / 16 * 8;
     uint32_t q_frag[kQInRegisters ? kChunks : 1][4];
     if constexpr (kQInRegisters) {
 #pragma unroll
         for (int kc = 0; kc < kChunks; ++kc) ldmatrix_x4(q_frag[kc], smem_addr(q_lane + kc * 16));
     }
-    const RowInfo row[2] = {rows[warp * 16 + g], rows[warp * 16 + g + 8]};
+    const RowInfo row[2] = {rows[row_warp * 16 + g], rows[row_warp * 16 + g + 8]};
     const T* k_cache = static_cast<const T*>(p.k_cache);
     const T* v_cache = static_cast<const T*>(p.v_cache);
     T* out = static_cast<T*>(p.out);
@@ -205,7 +221,108 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                 }
                 cp_async_wait_all();
                 __syncthreads();
-                if (!warp_active) continue;  // warp-uniform
+                if (!warp_active) continue;  // warp-uniform (CTA-uniform when cooperating)
+                if (coop) {
+                    // S for this warp's key blocks.
+                    float sc[kNbPerWarp][4];
+#pragma unroll
+                    for (int i = 0; i < kNbPerWarp; ++i) {
+                        const int nb = warp * kNbPerWarp + i;
+                        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0;
+                        const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
+#pragma unroll
+                        for (int kc = 0; kc < kChunks; ++kc) {
+                            uint32_t b0, b1;
+                            ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
+                            if constexpr (kQInRegisters) {
+                                mma_m16n8k16<T>(sc[i], q_frag[kc], b0, b1);
+                            } else {
+                                uint32_t a[4];
+                                ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
+                                mma_m16n8k16<T>(sc[i], a, b0, b1);
+                            }
+                        }
+                    }
+                    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+                    for (int i = 0; i < kNbPerWarp; ++i) {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int rr = e / 2, jt = (warp * kNbPerWarp + i) * 8 + 2 * t + e % 2, j = tile + jt;
+                            const bool visible = mine[rr] && j >= row[rr].first && j <= row[rr].pos;
+                            sc[i][e] = visible ? score_of(p, sc[i][e], row[rr].head, j, row[rr].pos) : -INFINITY;
+                            tile_max[rr] = fmaxf(tile_max[rr], sc[i][e]);
+                        }
+                    }
+#pragma unroll
+                    for (int rr = 0; rr < 2; ++rr) {
+                        const float q_max = quad_max(tile_max[rr]);
+                        if (t == 0) max_s[warp * 16 + rr * 8 + g] = q_max;
+                            // Bad blocks among the keys the row sees in the whole tile (the one-warp walk's test).
+#pragma unroll
+                        for (int nb = 0; nb < kKeyBlocks; ++nb) {
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const int jt = nb * 8 + 2 * t + e, j = tile + jt;
+                                if (mine[rr] && j >= row[rr].first && j <= row[rr].pos && key_offset[jt] == kBadBlock)
+                                    bad[rr] = true;
+                            }
+                        }
+                    }
+                    __syncthreads();  // the maxima of every warp
+                    float m_new[2], alpha[2];
+#pragma unroll
+                    for (int rr = 0; rr < 2; ++rr) {
+                        float tile_m = max_s[rr * 8 + g];
+#pragma unroll
+                        for (int w = 1; w < kWarps; ++w) tile_m = fmaxf(tile_m, max_s[w * 16 + rr * 8 + g]);
+                        m_new[rr] = fmaxf(m[rr], tile_m);
+                        alpha[rr] = m_new[rr] == -INFINITY ? 1.0f : expf(m[rr] - m_new[rr]);
+                    }
+#pragma unroll
+                    for (int i = 0; i < kNbPerWarp; ++i) {
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            const int rr = e / 2, jt = (warp * kNbPerWarp + i) * 8 + 2 * t + e % 2;
+                            p_s[(rr * 8 + g) * kKeys + jt] = sc[i][e] == -INFINITY ? 0.0f : expf(sc[i][e] - m_new[rr]);
+                        }
+                    }
+                    __syncthreads();  // P whole
+#pragma unroll
+                    for (int rr = 0; rr < 2; ++rr) {
+                        // The one-warp order: blocks nb in order, a lane's two columns of each.
+                        float tile_sum = 0;
+#pragma unroll
+                        for (int nb = 0; nb < kKeyBlocks; ++nb) {
+                            tile_sum = __fadd_rn(tile_sum, p_s[(rr * 8 + g) * kKeys + nb * 8 + 2 * t]);
+                            tile_sum = __fadd_rn(tile_sum, p_s[(rr * 8 + g) * kKeys + nb * 8 + 2 * t + 1]);
+                        }
+                        l[rr] = __fadd_rn(__fmul_rn(l[rr], alpha[rr]), quad_sum(tile_sum));
+                        m[rr] = m_new[rr];
+                    }
+#pragma unroll
+                    for (int i = 0; i < kNdPerWarp; ++i) {
+                        o[i][0] = __fmul_rn(o[i][0], alpha[0]);
+                        o[i][1] = __fmul_rn(o[i][1], alpha[0]);
+                        o[i][2] = __fmul_rn(o[i][2], alpha[1]);
+                        o[i][3] = __fmul_rn(o[i][3], alpha[1]);
+                    }
+#pragma unroll
+                    for (int kk = 0; kk < kKeys / 16; ++kk) {
+                        const float* p0 = p_s + g * kKeys + kk * 16 + 2 * t;  // row g; row g + 8 at + 8 kKeys
+                        const uint32_t a[4] = {
+                            pack_pair<T>(p0[0], p0[1]), pack_pair<T>(p0[8 * kKeys], p0[8 * kKeys + 1]),
+                            pack_pair<T>(p0[8], p0[9]), pack_pair<T>(p0[8 * kKeys + 8], p0[8 * kKeys + 9])};
+                        const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
+#pragma unroll
+                        for (int i = 0; i < kNdPerWarp; ++i) {
+                            uint32_t b0, b1;
+                            ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + (warp * kNdPerWarp + i) * 8));
+                            mma_m16n8k16<T>(o[i], a, b0, b1);
+                        }
+                    }
+                    continue;
+                }
 
                 // S = Q K^T: B fragments of 8 keys x 16 dims straight from K's rows (lanes 0-7: dims 0-7, 8-15: 8-15).
                 float s[kKeyBlocks][4];
@@ -297,9 +414,18 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     if (z < me.first / kPartitionKeys || z > me.pos / kPartitionKeys) continue;
                     float* part =
                         p.partials + ((int64_t(me.token) * p.num_heads + me.head) * p.num_partitions + z) * (D + 2);
-                    if (t == 0) {
+                    if (t == 0 && (!coop || warp == 0)) {
                         part[0] = row_bad ? 0.0f : m[rr];
                         part[1] = row_bad ? NAN : l[rr];
+                    }
+                    if (coop) {
+#pragma unroll
+                        for (int i = 0; i < kNdPerWarp; ++i) {
+                            const int d = (warp * kNdPerWarp + i) * 8 + 2 * t;
+                            part[2 + d] = row_bad ? NAN : o[i][2 * rr];
+                            part[3 + d] = row_bad ? NAN : o[i][2 * rr + 1];
+                        }
+                        continue;
                     }
 #pragma unroll
                     for (int nd = 0; nd < kDimBlocks; ++nd) {
@@ -312,6 +438,18 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     if (m[rr] == -INFINITY) continue;
                     float a, b;
                     merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
+                    if (coop) {  // this warp's dim blocks, at their own places in its totals
+#pragma unroll
+                        for (int i = 0; i < kNdPerWarp; ++i) {
+                            const int nd = warp * kNdPerWarp + i;
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
+                                total = merged_value(total, a, o[i][2 * rr + e], b);
+                            }
+                        }
+                        continue;
+                    }
 #pragma unroll
                     for (int nd = 0; nd < kDimBlocks; ++nd) {
 #pragma unroll
@@ -330,6 +468,7 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
             T* out_row = out + (int64_t(row[rr].token) * p.num_heads + row[rr].head) * D;
 #pragma unroll
             for (int nd = 0; nd < kDimBlocks; ++nd) {
+                if (coop && nd / kNdPerWarp != warp) continue;  // another warp's dim block
                 const int d = nd * 8 + 2 * t;
                 const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
                 out_row[d] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v0, total_l[rr]));
