@@ -94,6 +94,24 @@ public:
         return b_.finish(root);
     }
 
+    Result<Grammar> compile_sequence(const JsonSequenceFormat& format) {
+        if (format.max_items && *format.max_items < 1) return error("a JSON sequence needs at least one item");
+        const int32_t root = b_.add_rule("root");
+        const int32_t item = b_.add_rule("item");
+        auto body = schema_fragment(root_, "#", 0);
+        if (!body) return body.status();
+        b_.set_body(item, *body);
+        Fragment out = b_.seq(b_.literal(format.begin), b_.call(item));
+        if (format.max_items != 1) {
+            auto more = b_.repeat(b_.seq(b_.literal(format.separator), b_.call(item)), 0,
+                                  format.max_items ? std::optional<int64_t>(*format.max_items - 1) : std::nullopt);
+            if (!more) return more.status();
+            out = b_.seq(out, *more);
+        }
+        b_.set_body(root, b_.seq(out, b_.literal(format.end)));
+        return b_.finish(root);
+    }
+
     Result<Grammar> compile_any_object() {
         const int32_t root = b_.add_rule("root");
         auto object = any_rule("object");
@@ -807,6 +825,11 @@ private:
 
 Result<Grammar> json_schema_grammar(const ojson& schema, const JsonSchemaOptions& options) {
     return SchemaCompiler(schema, options).compile_schema();
+}
+
+Result<Grammar> json_sequence_grammar(const ojson& schema, const JsonSequenceFormat& format,
+                                      const JsonSchemaOptions& options) {
+    return SchemaCompiler(schema, options).compile_sequence(format);
 }
 
 Result<Grammar> json_object_grammar(const JsonSchemaOptions& options) {
