@@ -17,6 +17,8 @@ using ojson = nlohmann::ordered_json;
 
 const char* kDemo = "models/demo";
 
+json ask_text() { return json::array({{{"role", "user"}, {"content", "Hi"}}}); }
+
 ojson read_json(const std::string& rel) {
     std::ifstream in(std::string(TACO_SOURCE_DIR) + "/" + rel);
     return ojson::parse(in);
@@ -70,6 +72,28 @@ TEST(ServerToolHistory, ToolConversationsRenderAsTransformersRendersThem) {
         ++checked;
     }
     EXPECT_EQ(checked, 16);
+}
+
+// documents reach the template as transformers passes them (RAG templates read `documents`).
+TEST(ServerToolHistory, DocumentsReachTheTemplate) {
+    auto chat_template = ChatTemplate::from_string(
+        "{% if documents %}{% for d in documents %}[{{ d.title }}: {{ d.text }}]{% endfor %}{% endif %}"
+        "{{ messages[0].content }}"
+        "{% if documents is none %}(none){% endif %}");
+    ASSERT_TRUE(chat_template.is_ok()) << chat_template.status().message();
+    ParseContext ctx;
+    ctx.chat_template = &*chat_template;
+    ApiError error;
+    json body = {{"messages", ask_text()},
+                 {"documents", {{{"title", "A"}, {"text", "one"}}, {{"title", "B"}, {"text", "two"}}}}};
+    auto rendered = render_chat(body, ctx, error);
+    ASSERT_TRUE(rendered) << error.message;
+    EXPECT_EQ(*rendered, "[A: one][B: two]Hi");
+    body.erase("documents");
+    EXPECT_EQ(render_chat(body, ctx, error).value_or(""), "Hi(none)");
+    body["documents"] = "not a list";
+    EXPECT_FALSE(render_chat(body, ctx, error));
+    EXPECT_EQ(error.param, "documents");
 }
 
 const json kTools = json::parse(R"([
