@@ -7,7 +7,7 @@ ChatMessageParts parse_chat_output(const ChatOutputOptions& options, std::string
     std::optional<std::string> answer = std::string(text);
     if (options.reasoning) {
         ParsedReasoning parsed = ReasoningParser::parse(*options.reasoning, text);
-        out.reasoning = std::move(parsed.reasoning);
+        if (options.include_reasoning) out.reasoning = std::move(parsed.reasoning);
         answer = std::move(parsed.content);
     }
     if (options.named_arguments) {
@@ -44,6 +44,7 @@ ChatStreamParser::Delta ChatStreamParser::feed(std::string_view text, bool final
     if (reasoning_) {
         reasoning_->feed(text, out.reasoning, answer);
         if (final) reasoning_->finish(out.reasoning, answer);
+        if (!options_.include_reasoning) out.reasoning.clear();
     } else {
         answer = text;
     }

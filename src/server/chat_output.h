@@ -16,6 +16,7 @@ enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 struct ChatOutputOptions {
     std::optional<ReasoningFormat> reasoning;  // --reasoning-parser
+    bool include_reasoning = true;             // vLLM's include_reasoning: false drops reasoning_content
     ToolChoice tool_choice = ToolChoice::kNone;
     std::optional<ToolCallFormat> tool_format;  // the answer is parsed into tool_calls in this format; null: not
     // tool_choice names a function and no parser format wraps it: the whole answer is that call's arguments (vLLM).

@@ -408,6 +408,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
         params.grammar = *grammar;
     }
     job.chat_output = tools.output;
+    if (!read_bool(body, "include_reasoning", job.chat_output.include_reasoning, error)) return std::nullopt;
     // As vLLM's hermes and mistral parsers: their tags may be special tokens, which the text must keep.
     if (job.chat_output.tool_format == ToolCallFormat::kHermes ||
         job.chat_output.tool_format == ToolCallFormat::kMistral)

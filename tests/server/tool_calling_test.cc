@@ -350,6 +350,11 @@ TEST(ServerReasoning, ThinkingIsReasoningContentAndStructuredOutputFollowsIt) {
     }
     EXPECT_EQ(reasoning, message["reasoning_content"].get<std::string>());
     EXPECT_EQ(content, "");
+    // vLLM's include_reasoning false: the reasoning is left out.
+    json without = {{"messages", ask()}, {"seed", 2}, {"max_tokens", 16}, {"include_reasoning", false}};
+    HttpResult hidden = post(s.port, "/v1/chat/completions", without);
+    ASSERT_EQ(hidden.status, 200) << hidden.body;
+    EXPECT_TRUE(hidden.json()["choices"][0]["message"]["reasoning_content"].is_null()) << hidden.body;
 
     // A template that closes the think block in the prompt (Qwen3's enable_thinking=false): the answer is content,
     // and the schema holds from its first token.
