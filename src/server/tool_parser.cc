@@ -17,6 +17,7 @@ constexpr size_t npos = std::string_view::npos;
 constexpr std::string_view kHermesBegin = "<tool_call>";
 constexpr std::string_view kHermesEnd = "</tool_call>";
 constexpr std::string_view kMistralBegin = "[TOOL_CALLS]";
+constexpr std::string_view kMistralArgs = "[ARGS]";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 // One call as far as the text goes.
@@ -361,11 +362,37 @@ void scan_tagged(std::string_view s, bool final, std::string_view tag, Scan& sca
         scan_objects(s, at, final, kHermesBegin, kHermesEnd, 0, scan);
         return;
     }
-    size_t pos = skip_ws(s, at + tag.size());
-    if (pos < s.size() && s[pos] == '[') {
-        scan_objects(s, pos + 1, final, "", "", ',', scan);
-    } else {
-        scan_objects(s, pos, final, "", "", ',', scan);  // a bare object after the tag
+    // Mistral: after [TOOL_CALLS] a JSON list of calls (tokenizers before v11) or a bare object, or name[ARGS]{...}
+    // (v11 on), each further call behind another [TOOL_CALLS].
+    size_t pos = at;
+    while (true) {
+        pos = skip_ws(s, pos);
+        if (s.substr(pos, tag.size()) != tag) return;
+        pos = skip_ws(s, pos + tag.size());
+        if (pos >= s.size()) return;
+        if (s[pos] == '[') return scan_objects(s, pos + 1, final, "", "", ',', scan);
+        if (s[pos] == '{') return scan_objects(s, pos, final, "", "", ',', scan);
+        CallScan call;
+        const size_t args_tag = s.find(kMistralArgs, pos);
+        std::string_view name = s.substr(pos, args_tag == npos ? npos : args_tag - pos);
+        while (!name.empty() && is_ws(name.back())) name.remove_suffix(1);
+        for (char c : name) {
+            if (!(std::isalnum(uint8_t(c)) || c == '_' || c == '-' || c == '.')) {
+                scan.bad = true;
+                return;
+            }
+        }
+        if (args_tag == npos) {
+            scan.calls.push_back(std::move(call));  // its name is not complete yet
+            return;
+        }
+        call.name = std::string(name);
+        call.args_begin = skip_ws(s, args_tag + kMistralArgs.size());
+        call.args_end = value_end(s, call.args_begin, final);
+        call.complete = call.args_end != npos;
+        scan.calls.push_back(call);
+        if (!call.complete) return;
+        pos = call.args_end;
     }
 }
 

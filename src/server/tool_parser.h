@@ -2,7 +2,8 @@
 // streams (feed / finish), in the shapes of vLLM's serving_chat. Formats:
 //   hermes       Qwen2.5 / Qwen3 / Hermes: content, then <tool_call>{"name": ..., "arguments": {...}}</tool_call> ...
 //   llama3_json  Llama 3.1 / 3.2: [<|python_tag|>]{"name": ..., "parameters": {...}}[; {...}] (the whole output)
-//   mistral      Mistral / NeMo: content, then [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+//   mistral      Mistral / NeMo: content, then [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (tokenizers
+//                before v11) or [TOOL_CALLS]name[ARGS]{...} per call (v11 on: Mistral Small 3.2, Magistral)
 //   pythonic     Llama 3.2 / 4 pythonic: [name(key=value, ...), ...] (the whole output; Python literals)
 //   json_array   no parser: tool_choice "required" as vLLM constrains it, [{"name": ..., "parameters": {...}}, ...]
 // A call's `arguments` is the JSON text of its arguments as the model wrote it (pythonic: converted to JSON), so the

@@ -111,6 +111,16 @@ TEST(ToolParser, MistralReadsTheListAfterToolCalls) {
     // Mistral's templates require ids of 9 letters and digits.
     EXPECT_EQ(p.calls[0].id.size(), 9u);
     for (char c : p.calls[0].id) EXPECT_TRUE(std::isalnum(uint8_t(c))) << p.calls[0].id;
+    // Tokenizers v11 on: name[ARGS]arguments per call.
+    ParsedToolCalls v11 = parse_both_ways(
+        ToolCallFormat::kMistral, "Ok[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}[TOOL_CALLS]ping[ARGS]{}");
+    ASSERT_EQ(v11.calls.size(), 2u);
+    EXPECT_EQ(v11.content, "Ok");
+    EXPECT_EQ(v11.calls[0].name, "get_weather");
+    EXPECT_EQ(v11.calls[0].arguments, R"({"city": "Paris"})");
+    EXPECT_EQ(v11.calls[1].name, "ping");
+    EXPECT_EQ(v11.calls[1].arguments, "{}");
+    EXPECT_TRUE(ToolParser::parse(ToolCallFormat::kMistral, "[TOOL_CALLS]bad name[ARGS]{}").calls.empty());
 }
 
 TEST(ToolParser, PythonicConvertsLiteralsToJson) {
