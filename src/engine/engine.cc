@@ -443,7 +443,12 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, const Sampl
         // The grammar starts with the token after the one that completes grammar_after.
         const std::string& after = group.params().grammar_after;
         const structured::TokenVocab& vocab = sample.matcher->grammar().vocab();
-        if (vocab.matchable(sampled.token)) sample.grammar_tail += vocab.bytes(sampled.token);
+        // A special token (no bytes in the vocabulary: DeepSeek's or Qwen's </think> may be one) counts as its text.
+        if (vocab.matchable(sampled.token)) {
+            sample.grammar_tail += vocab.bytes(sampled.token);
+        } else if (tokenizer_) {
+            sample.grammar_tail += tokenizer_->id_to_token(sampled.token).value_or("");
+        }
         if (sample.grammar_tail.find(after) != std::string::npos) {
             sample.grammar_waiting = false;
             sample.grammar_tail.clear();

@@ -356,6 +356,16 @@ TEST(ServerReasoning, ThinkingIsReasoningContentAndStructuredOutputFollowsIt) {
     ASSERT_EQ(hidden.status, 200) << hidden.body;
     EXPECT_TRUE(hidden.json()["choices"][0]["message"]["reasoning_content"].is_null()) << hidden.body;
 
+    // The grammar of tool_choice "required" waits for </think>: the thinking stays free text (here all of the
+    // reply, the demo model never closing its think block).
+    json tools = {{"messages", ask()}, {"seed", 2}, {"max_tokens", 16}, {"tools", kTools}, {"tool_choice", "required"}};
+    HttpResult thinking = post(s.port, "/v1/chat/completions", tools);
+    ASSERT_EQ(thinking.status, 200) << thinking.body;
+    const json t = thinking.json()["choices"][0];
+    EXPECT_EQ(t["finish_reason"], "length") << t;
+    EXPECT_TRUE(t["message"]["tool_calls"].empty()) << t;
+    EXPECT_EQ(t["message"]["reasoning_content"], message["reasoning_content"]) << t;
+
     // A template that closes the think block in the prompt (Qwen3's enable_thinking=false): the answer is content,
     // and the schema holds from its first token.
     ApiServerOptions qwen3;
