@@ -524,6 +524,12 @@ void ToolParser::emit(bool final, std::string& content, std::vector<ToolCallDelt
         content_sent_ = s.content_end;
     }
     if (s.content_final) content_done_ = true;
+    // At the end, text that never became a call is content after all, as the whole-text parse gives it.
+    if (final && sent_.empty() && content_sent_ < text_.size() && (s.bad || s.calls.empty() || !s.calls[0].name)) {
+        content.append(text_, content_sent_);
+        content_sent_ = text_.size();
+        return;
+    }
     for (size_t i = 0; i < s.calls.size(); ++i) {
         const CallScan& call = s.calls[i];
         if (!call.name) break;  // arguments wait for the name; later calls wait for this one

@@ -8,7 +8,8 @@
 //   json_array   no parser: tool_choice "required" as vLLM constrains it, [{"name": ..., "parameters": {...}}, ...]
 // A call's `arguments` is the JSON text of its arguments as the model wrote it (pythonic: converted to JSON), so the
 // streamed fragments of a call join into exactly the string the whole-text parse gives. Output that does not parse as
-// calls is content, as vLLM returns it.
+// calls is content, as vLLM returns it; streamed, a call whose name went out stays a call even if its arguments then
+// break (the whole-text parse gives that output as content).
 #pragma once
 
 #include <cstdint>

@@ -75,8 +75,8 @@ TEST(ToolParser, HermesWithoutCallsIsContentAndBrokenCallsAreContent) {
     ParsedToolCalls plain = parse_both_ways(ToolCallFormat::kHermes, "Just text, a <tool and a < sign.");
     EXPECT_TRUE(plain.calls.empty());
     EXPECT_EQ(plain.content, "Just text, a <tool and a < sign.");
-    const std::string broken = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": tru}}\n</tool_call>";
-    ParsedToolCalls bad = ToolParser::parse(ToolCallFormat::kHermes, broken);
+    const std::string broken = "<tool_call>\n{\"name\" \"f\", \"arguments\": {\"a\": tru}}\n</tool_call>";
+    ParsedToolCalls bad = parse_both_ways(ToolCallFormat::kHermes, broken);
     EXPECT_TRUE(bad.calls.empty());
     EXPECT_EQ(bad.content, broken);
     // An unclosed last tag still counts (vLLM's regex takes it), the content before it is null when empty.
@@ -136,8 +136,11 @@ TEST(ToolParser, PythonicConvertsLiteralsToJson) {
     EXPECT_EQ(p.calls[2].arguments, "{}");
     ParsedToolCalls text = parse_both_ways(ToolCallFormat::kPythonic, "No calls [here].");
     EXPECT_TRUE(text.calls.empty());
-    ParsedToolCalls bad = ToolParser::parse(ToolCallFormat::kPythonic, "[f(x=import os)]");
+    ParsedToolCalls bad = parse_both_ways(ToolCallFormat::kPythonic, "[f(x=import os)]");
     EXPECT_TRUE(bad.calls.empty());
+    EXPECT_EQ(bad.content, "[f(x=import os)]");
+    // Held back while it might have been calls, then given as content.
+    EXPECT_EQ(parse_both_ways(ToolCallFormat::kPythonic, "[1, 2] is a list").content, "[1, 2] is a list");
 }
 
 TEST(ToolParser, JsonArrayIsVllmsRequiredFormat) {
