@@ -350,8 +350,9 @@ void scan_objects(std::string_view s, size_t pos, bool final, std::string_view b
 }
 
 // Formats whose calls follow content after a tag (hermes, mistral).
-void scan_tagged(std::string_view s, bool final, std::string_view tag, Scan& scan, ToolCallFormat format) {
-    const size_t at = s.find(tag);
+// `from`: the tag does not start before it (the content shown so far holds none).
+void scan_tagged(std::string_view s, bool final, std::string_view tag, Scan& scan, ToolCallFormat format, size_t from) {
+    const size_t at = s.find(tag, from);
     if (at == npos) {
         scan.content_end = final ? s.size() : s.size() - partial_tag_suffix(s, tag);
         return;
@@ -421,11 +422,12 @@ void scan_leading(std::string_view s, bool final, ToolCallFormat format, Scan& s
     }
 }
 
-Scan scan(ToolCallFormat format, std::string_view s, bool final) {
+// `from`: where a tagged format's tag may start at the earliest (streaming rescans only what is new).
+Scan scan(ToolCallFormat format, std::string_view s, bool final, size_t from = 0) {
     Scan out;
     switch (format) {
-        case ToolCallFormat::kHermes: scan_tagged(s, final, kHermesBegin, out, format); break;
-        case ToolCallFormat::kMistral: scan_tagged(s, final, kMistralBegin, out, format); break;
+        case ToolCallFormat::kHermes: scan_tagged(s, final, kHermesBegin, out, format, from); break;
+        case ToolCallFormat::kMistral: scan_tagged(s, final, kMistralBegin, out, format, from); break;
         case ToolCallFormat::kLlama3Json:
         case ToolCallFormat::kPythonic:
         case ToolCallFormat::kJsonArray: scan_leading(s, final, format, out); break;
@@ -518,7 +520,7 @@ void ToolParser::feed(std::string_view delta, std::string& content, std::vector<
 void ToolParser::finish(std::string& content, std::vector<ToolCallDelta>& calls) { emit(true, content, calls); }
 
 void ToolParser::emit(bool final, std::string& content, std::vector<ToolCallDelta>& calls) {
-    const Scan s = scan(format_, text_, final);
+    const Scan s = scan(format_, text_, final, content_sent_);
     if (!content_done_ && s.content_end > content_sent_) {
         content.append(text_, content_sent_, s.content_end - content_sent_);
         content_sent_ = s.content_end;
