@@ -108,7 +108,23 @@ public:
             if (!more) return more.status();
             out = b_.seq(out, *more);
         }
-        b_.set_body(root, b_.seq(out, b_.literal(format.end)));
+        out = b_.seq(out, b_.literal(format.end));
+        if (format.free_text_without) {
+            const std::string& tag = *format.free_text_without;
+            if (tag.empty() || format.begin.rfind(tag, 0) != 0)
+                return error("the free text of a JSON sequence must exclude a tag its begin starts with");
+            for (char c : tag)
+                if (uint8_t(c) >= 0x80) return error("the tag after a JSON sequence's free text must be ASCII");
+            Status bad = Status::ok();
+            const Fragment text = b_.text_without(tag, [&] {
+                auto f = compile_regex("[^\\x00-\\x7F]", b_);
+                if (!f) bad = f.status();
+                return f ? *f : b_.empty();
+            });
+            if (!bad) return bad;
+            out = b_.seq(text, b_.optional(out));
+        }
+        b_.set_body(root, out);
         return b_.finish(root);
     }
 

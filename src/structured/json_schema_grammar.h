@@ -43,6 +43,9 @@ Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const 
 struct JsonSequenceFormat {
     std::string begin, separator, end;
     std::optional<int64_t> max_items;  // absent: unbounded
+    // Set: free text in which this tag never occurs comes first, and the values are optional (tool_choice "auto"
+    // with a strict tool: the model answers or calls; the tag, hermes' "<tool_call>", starts calls only).
+    std::optional<std::string> free_text_without;
 };
 // begin, then 1..format.max_items values of `schema` joined by format.separator, then end.
 Result<Grammar> json_sequence_grammar(const nlohmann::ordered_json& schema, const JsonSequenceFormat& format,

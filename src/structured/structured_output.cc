@@ -19,9 +19,12 @@ std::string StructuredOutputSpec::cache_key() const {
         key += text;
     }
     if (sequence)
-        key += fmt::format("|seq{}:{}{}:{}{}:{}{}", sequence->max_items.value_or(-1), sequence->begin.size(),
-                           sequence->begin, sequence->separator.size(), sequence->separator, sequence->end.size(),
-                           sequence->end);
+        key += fmt::format("|seq{}{}:{}{}:{}{}:{}{}",
+                           sequence->free_text_without ? fmt::format("f{}:{}", sequence->free_text_without->size(),
+                                                                     *sequence->free_text_without)
+                                                       : "",
+                           sequence->max_items.value_or(-1), sequence->begin.size(), sequence->begin,
+                           sequence->separator.size(), sequence->separator, sequence->end.size(), sequence->end);
     return key;
 }
 
