@@ -169,14 +169,34 @@ bool read_tool_request(const json& body, const ojson* ordered_body, const ToolSe
                 return fail(error,
                             "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
                             "tool_choice");
-            for (const Tool& t : tools)
-                if (t.strict)
-                    return fail(error,
-                                fmt::format("tools: '{}' is strict, which tool_choice \"auto\" cannot promise here "
-                                            "(its output is free text); use \"required\" or name the function",
-                                            t.name),
-                                "tools");
             out.output.tool_format = options.tool_call_parser;
+            const Tool* strict = nullptr;
+            for (const Tool& t : tools)
+                if (t.strict && !strict) strict = &t;
+            if (!strict) return true;
+            // A strict tool under "auto": free text, then optionally calls in the parser's tags, each valid for its
+            // schema (a tool that is not strict takes any object). Only formats whose calls follow a tag.
+            const std::optional<ConstrainedToolFormat> wrapped = constrained_tool_format(*options.tool_call_parser);
+            if (!wrapped || wrapped->sequence.begin.empty())
+                return fail(error,
+                            fmt::format("tools: '{}' is strict, which tool_choice \"auto\" with the {} parser "
+                                        "cannot promise (its calls have no tag to start the schema at); use "
+                                        "\"required\", name the function, or the hermes or mistral parser",
+                                        strict->name, tool_call_format_name(*options.tool_call_parser)),
+                            "tools");
+            std::vector<Tool> loose = tools;
+            for (Tool& t : loose)
+                if (!t.strict) t.parameters = ojson{{"type", "object"}};
+            std::vector<const Tool*> callable;
+            for (const Tool& t : loose) callable.push_back(&t);
+            structured::StructuredOutputSpec spec;
+            spec.kind = structured::StructuredKind::kJsonSchema;
+            spec.text = any_call_schema(callable, wrapped->arguments_key, false).dump();
+            spec.sequence = wrapped->sequence;
+            spec.sequence->free_text_without =
+                *options.tool_call_parser == ToolCallFormat::kHermes ? "<tool_call>" : "[TOOL_CALLS]";
+            if (!out.output.parallel_tool_calls) spec.sequence->max_items = 1;
+            out.constraint = std::move(spec);
             return true;
         }
         case ToolChoice::kRequired:

@@ -278,6 +278,28 @@ TEST(ServerToolCalling, AutoChoiceParsesWhateverTheModelWrites) {
     EXPECT_EQ(text, choice["message"]["content"].get<std::string>());
 }
 
+// tool_choice "auto" with a strict tool: the reply is free text or calls in the parser's tags, every call valid for
+// its schema (the grammar allows the tag only as the start of such a call).
+TEST(ServerToolCalling, StrictToolsUnderAutoAreValidWhenCalled) {
+    json strict = kTools;
+    for (json& tool : strict) tool["function"]["strict"] = true;
+    for (const std::string parser : {"hermes", "mistral"}) {
+        SCOPED_TRACE(parser);
+        TestServer s(kDemo, with_parser(parser));
+        json request = {{"messages", ask()}, {"tools", strict}, {"n", 6}, {"seed", 8}, {"max_tokens", 60}};
+        HttpResult r = post(s.port, "/v1/chat/completions", request);
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json r_body = r.json();
+        for (const json& choice : r_body["choices"]) {
+            for (const json& call : choice["message"]["tool_calls"]) expect_valid_call(call);
+            if (choice["message"]["tool_calls"].empty()) {
+                const std::string tag = parser == "hermes" ? "<tool_call>" : "[TOOL_CALLS]";
+                EXPECT_EQ(choice["message"]["content"].get<std::string>().find(tag), std::string::npos) << choice;
+            }
+        }
+    }
+}
+
 void expect_400(const HttpResult& r, const std::string& needle, const std::string& param) {
     EXPECT_EQ(r.status, 400) << r.body;
     const json body = json::parse(r.body, nullptr, false);
@@ -307,9 +329,11 @@ TEST(ServerToolCalling, WhatIsNotServedIsA400NamingIt) {
                "tools");
     expect_400(with("tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}, {"extra", 1}}}}})),
                "extra", "tools");
+    // A strict tool under "auto" needs a parser whose calls start at a tag (hermes, mistral).
     json strict = kTools;
     strict[0]["function"]["strict"] = true;
-    expect_400(with("tools", strict), "strict", "tools");
+    TestServer llama(kDemo, with_parser("llama3_json"));
+    expect_400(post(llama.port, "/v1/chat/completions", {{"messages", ask()}, {"tools", strict}}), "strict", "tools");
     json bad_schema = kTools;
     bad_schema[1]["function"]["parameters"]["properties"]["offset"]["multipleOf"] = 2;
     json required = base;
