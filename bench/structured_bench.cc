@@ -75,6 +75,13 @@ StructuredOutputSpec hermes_spec() {
     return spec;
 }
 
+// tool_choice "auto" with strict tools: free text without <tool_call>, then optional calls.
+StructuredOutputSpec hermes_auto_spec() {
+    StructuredOutputSpec spec = hermes_spec();
+    spec.sequence->free_text_without = "<tool_call>";
+    return spec;
+}
+
 void BM_TokenVocab(benchmark::State& state) {
     Fixture* f = fixture();
     if (!f->tokenizer) return state.SkipWithError("no .cache/tokenizers/llama3 (scripts/setup_test_data.sh)");
@@ -102,7 +109,7 @@ void BM_CompileHermesTools(benchmark::State& state) {
 
 // Median mask time per step of decoding kToolCall (hermes: in its tags, with a second tool); counters: median_us,
 // max_us, steps.
-void masks_along_call(benchmark::State& state, bool warm, bool hermes = false) {
+void masks_along_call(benchmark::State& state, bool warm, bool hermes = false, bool free_text = false) {
     Fixture* f = fixture();
     if (!f->tokenizer) return state.SkipWithError("no .cache/tokenizers/llama3 (scripts/setup_test_data.sh)");
     std::vector<double> times_us;
@@ -112,7 +119,7 @@ void masks_along_call(benchmark::State& state, bool warm, bool hermes = false) {
         std::shared_ptr<const CompiledGrammar> grammar = shared;
         if (!grammar) {
             GrammarCache cache;
-            grammar = *cache.get(hermes ? hermes_spec() : tool_spec(), f->vocab);
+            grammar = *cache.get(free_text ? hermes_auto_spec() : hermes ? hermes_spec() : tool_spec(), f->vocab);
             if (warm) shared = grammar;
         }
         GrammarMatcher m(grammar, {});
@@ -137,6 +144,8 @@ void masks_along_call(benchmark::State& state, bool warm, bool hermes = false) {
 void BM_MaskPerTokenCold(benchmark::State& state) { masks_along_call(state, false); }
 void BM_MaskPerTokenWarm(benchmark::State& state) { masks_along_call(state, true); }
 void BM_MaskHermesCallWarm(benchmark::State& state) { masks_along_call(state, true, true); }
+void BM_MaskHermesAutoStrictCold(benchmark::State& state) { masks_along_call(state, false, true, true); }
+void BM_MaskHermesAutoStrictWarm(benchmark::State& state) { masks_along_call(state, true, true, true); }
 
 BENCHMARK(BM_TokenVocab)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileToolSchema)->Unit(benchmark::kMillisecond);
@@ -144,6 +153,8 @@ BENCHMARK(BM_MaskPerTokenCold)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MaskPerTokenWarm)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CompileHermesTools)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MaskHermesCallWarm)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaskHermesAutoStrictCold)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MaskHermesAutoStrictWarm)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace taco::structured
