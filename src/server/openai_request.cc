@@ -277,7 +277,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
 }
 
 std::optional<std::string> render_chat(const json& body, const ParseContext& ctx, ApiError& error,
-                                       const nlohmann::ordered_json* ordered_body) {
+                                       const nlohmann::ordered_json* ordered_body, bool with_tools) {
     if (!ctx.chat_template) {
         fail(error, "this model has no chat template; pass --chat-template to `taco_llm serve`", "messages");
         return std::nullopt;
@@ -337,6 +337,7 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
     // tools and documents as sent (key order kept: templates write them with tojson).
     for (const char* key : {"tools", "documents"}) {
         if (!present(body, key) || (body.at(key).is_array() && body.at(key).empty())) continue;
+        if (!with_tools && std::string(key) == "tools") continue;
         if (!body.at(key).is_array()) {
             fail(error, fmt::format("'{}' must be a list", key), key);
             return std::nullopt;
@@ -413,7 +414,9 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     if (job.chat_output.tool_format == ToolCallFormat::kHermes ||
         job.chat_output.tool_format == ToolCallFormat::kMistral)
         params.skip_special_tokens = false;
-    auto prompt = render_chat(body, ctx, error, ordered_body);
+    const bool exclude_tools =
+        ctx.tools && ctx.tools->exclude_tools_when_tool_choice_none && job.chat_output.tool_choice == ToolChoice::kNone;
+    auto prompt = render_chat(body, ctx, error, ordered_body, !exclude_tools);
     if (!prompt) return std::nullopt;
     // A reasoning model's structured answer follows its thinking, unless the prompt closed the think block already.
     if (params.grammar && job.chat_output.reasoning && !prompt_closes_reasoning(*prompt))

@@ -73,8 +73,9 @@ std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, cons
 // messages (assistant tool_calls, their arguments given to the template as objects as vLLM does, and tool messages'
 // tool_call_id kept), tools, documents, add_generation_prompt (default true), chat_template_kwargs. ordered_body:
 // the same body in the request's key order (tools reach the template as sent), or null.
+// with_tools false: the template gets no tools (vLLM's --exclude-tools-when-tool-choice-none).
 std::optional<std::string> render_chat(const nlohmann::json& body, const ParseContext& ctx, ApiError& error,
-                                       const nlohmann::ordered_json* ordered_body = nullptr);
+                                       const nlohmann::ordered_json* ordered_body = nullptr, bool with_tools = true);
 
 // The text of one token, for logprobs: the decoded token, or "token_id:N" when the model has no tokenizer.
 std::string token_text(const Tokenizer* tokenizer, int32_t token);

@@ -16,11 +16,13 @@
 
 namespace taco::server {
 
-// `serve --enable-auto-tool-choice --tool-call-parser NAME --reasoning-parser NAME`.
+// `serve --enable-auto-tool-choice --tool-call-parser NAME --reasoning-parser NAME
+// --exclude-tools-when-tool-choice-none`.
 struct ToolServerOptions {
     bool enable_auto_tool_choice = false;
     std::optional<ToolCallFormat> tool_call_parser;
     std::optional<ReasoningFormat> reasoning_parser;
+    bool exclude_tools_when_tool_choice_none = false;  // vLLM's flag: tool_choice "none" renders no tools
 };
 
 struct ToolRequest {

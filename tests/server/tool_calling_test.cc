@@ -316,6 +316,20 @@ TEST(ServerToolCalling, WhatIsNotServedIsA400NamingIt) {
     json none = base;
     none["tool_choice"] = "none";
     EXPECT_EQ(post(plain.port, "/v1/chat/completions", none).status, 200);
+    // The template gets the tools under "none" too (vLLM), unless --exclude-tools-when-tool-choice-none.
+    ApiServerOptions listing;
+    listing.chat_template = "{% if tools %}[{{ tools | length }} tools]{% endif %}{{ messages[0].content }}";
+    TestServer lists(kDemo, listing);
+    listing.tools.exclude_tools_when_tool_choice_none = true;
+    TestServer hides(kDemo, listing);
+    json tokenize = {{"prompt", "[2 tools]What is the weather in Paris?"}, {"add_special_tokens", false}};
+    const json with_tools = post(lists.port, "/tokenize", tokenize).json()["tokens"];
+    none["max_tokens"] = 1;
+    none["return_token_ids"] = true;
+    const json listed = post(lists.port, "/v1/chat/completions", none).json();
+    const json hidden = post(hides.port, "/v1/chat/completions", none).json();
+    EXPECT_EQ(listed["choices"][0]["prompt_token_ids"], with_tools);
+    EXPECT_LT(hidden["usage"]["prompt_tokens"].get<int>(), listed["usage"]["prompt_tokens"].get<int>());
     TestServer s(kDemo, with_parser("hermes"));
     auto with = [&](const char* key, const json& value) {
         json r = base;

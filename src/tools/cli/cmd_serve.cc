@@ -201,6 +201,8 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--tool-call-parser", args->tool_call_parser,
                     "How tool calls are read from the model's text: hermes (Qwen2.5, Qwen3), llama3_json (Llama 3.1, "
                     "3.2), mistral, pythonic");
+    sub->add_flag("--exclude-tools-when-tool-choice-none", args->server.tools.exclude_tools_when_tool_choice_none,
+                  "Render no tools into the prompt when a request's tool_choice is \"none\"");
     sub->add_option("--reasoning-parser", args->reasoning_parser,
                     "Split <think>...</think> into reasoning_content: deepseek_r1, qwen3");
     add_engine_flags(sub, args->engine);
