@@ -379,7 +379,7 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
     // token_masks_ per such draw, computed in parallel (each matcher is its own sample's).
     std::vector<size_t> masked;
     for (size_t i = 0; i < rows.size(); ++i)
-        if (rows[i].sample->matcher) masked.push_back(i);
+        if (rows[i].sample->matcher && !rows[i].sample->grammar_waiting) masked.push_back(i);
     TensorView sample_logits = logits;
     if (!masked.empty()) {
         const size_t words = size_t(rows[masked[0]].sample->matcher->grammar().vocab().num_mask_words());
@@ -439,7 +439,23 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, const Sampl
     // grammar refuses comes only from a step whose mask allowed nothing (no token of the vocabulary spells what the
     // grammar needs): the sample is aborted rather than continued off the grammar.
     bool grammar_complete = false, grammar_refused = false;
-    if (sample.matcher) {
+    if (sample.matcher && sample.grammar_waiting) {
+        // The grammar starts with the token after the one that completes grammar_after.
+        const std::string& after = group.params().grammar_after;
+        const structured::TokenVocab& vocab = sample.matcher->grammar().vocab();
+        // A special token (no bytes in the vocabulary: DeepSeek's or Qwen's </think> may be one) counts as its text.
+        if (vocab.matchable(sampled.token)) {
+            sample.grammar_tail += vocab.bytes(sampled.token);
+        } else if (tokenizer_) {
+            sample.grammar_tail += tokenizer_->id_to_token(sampled.token).value_or("");
+        }
+        if (sample.grammar_tail.find(after) != std::string::npos) {
+            sample.grammar_waiting = false;
+            sample.grammar_tail.clear();
+        } else if (sample.grammar_tail.size() > after.size()) {
+            sample.grammar_tail.erase(0, sample.grammar_tail.size() - after.size());
+        }
+    } else if (sample.matcher) {
         grammar_refused = !sample.matcher->accept_token(sampled.token);
         grammar_complete = !grammar_refused && sample.matcher->is_terminated();
     }

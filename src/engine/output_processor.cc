@@ -53,7 +53,10 @@ std::optional<FinishReason> OutputProcessor::append_token(int64_t index, int32_t
         std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
     const bool is_eos =
         !p.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
-    std::string piece = s.detokenizer ? s.detokenizer->push(token) : std::string();
+    // As vLLM's detokenizer: the EOS or stop token that ends the sample is not part of its text (unless
+    // include_stop_str_in_output), which matters when skip_special_tokens is false.
+    const bool ends_here = (is_stop_token || is_eos) && !p.include_stop_str_in_output;
+    std::string piece = s.detokenizer && !ends_here ? s.detokenizer->push(token) : std::string();
     // As vLLM: stop strings count only once more than min_tokens tokens exist.
     const bool can_stop = int64_t(s.output_ids.size()) > p.min_tokens;
     StopChecker::Step step = s.stop_checker->push(piece, can_stop);

@@ -63,6 +63,7 @@ SampleState& RequestGroup::start() {
     s.index = 0;
     s.seed = seed_of(0);
     s.matcher = new_matcher();
+    s.grammar_waiting = s.matcher && !params_.grammar_after.empty();
     output_.add_sample(0);
     return s;
 }
@@ -81,6 +82,7 @@ std::vector<std::unique_ptr<Request>> RequestGroup::fork(const Request& parent,
         s.index = i;
         s.seed = seed_of(i);
         s.matcher = new_matcher();  // the parent has accepted no token yet: forks happen at its first draw
+        s.grammar_waiting = s.matcher && !params_.grammar_after.empty();
         output_.add_sample(i);
         children.push_back(std::move(child));
     }

@@ -35,6 +35,10 @@ struct SampleState {
     bool finished = false;
     // Structured output (params.grammar): where this sample's tokens are in the grammar; null without one.
     std::shared_ptr<structured::GrammarMatcher> matcher;
+    // params.grammar_after not spelled yet: the matcher waits (no mask, no token accepted); `grammar_tail` holds
+    // the output's last bytes to find it in.
+    bool grammar_waiting = false;
+    std::string grammar_tail;
 };
 
 class RequestGroup {

@@ -41,6 +41,9 @@ struct SamplingParams {
     // finish reason "stop" once the grammar is complete. Compiled against the model's vocabulary
     // (Engine::compile_structured); shared by every request that asks for the same thing.
     std::shared_ptr<const structured::CompiledGrammar> grammar;
+    // With a grammar: it applies only after the output has spelled this text (a reasoning model's "</think>": the
+    // structured answer follows the thinking); unset or empty: from the first token.
+    std::string grammar_after;
 
     static constexpr int64_t kMaxLogprobs = 20;  // vLLM's default --max-logprobs
 

@@ -89,6 +89,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->context_.defaults = *defaults;
     server->context_.max_sequences_per_request = opts.max_pending_requests;
     server->context_.structured_outputs = &opts.structured_outputs;
+    server->context_.tools = &opts.tools;
     if (!defaults->empty())
         log_info(
             "server: default sampling parameters from generation_config.json: {} (requests override them; "
@@ -191,7 +192,7 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     // A structured-output schema's properties come in the request's key order, which the parsed body (sorted keys)
     // lost: those requests are read once more in order (the body already passed parse_json's limits).
     std::optional<nlohmann::ordered_json> ordered;
-    for (const char* key : {"response_format", "guided_json", "structured_outputs"})
+    for (const char* key : {"response_format", "guided_json", "structured_outputs", "tools", "documents"})
         if (body->contains(key) && !ordered) ordered = nlohmann::ordered_json::parse(request.body, nullptr, false);
     const nlohmann::ordered_json* ordered_body = ordered && !ordered->is_discarded() ? &*ordered : nullptr;
     auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error, ordered_body)

@@ -17,6 +17,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/structured_request.h"
+#include "server/tool_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace taco::server {
@@ -30,6 +31,7 @@ struct ApiServerOptions {
     int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503
     bool log_requests = true;
     StructuredOutputsConfig structured_outputs;  // --structured-outputs-config / --guided-decoding-backend
+    ToolServerOptions tools;                     // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
     HttpServerOptions http;
 };
 

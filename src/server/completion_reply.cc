@@ -157,32 +157,91 @@ json CompletionReply::chat_logprobs(const std::vector<SampleLogprobs>& logprobs)
     return json{{"content", content}, {"refusal", nullptr}};
 }
 
+std::vector<json> CompletionReply::chat_deltas(Choice& choice, const SampleOutput& delta) {
+    if (!choice.parser) choice.parser = std::make_unique<ChatStreamParser>(job_.chat_output);
+    const ChatStreamParser::Delta parts = choice.parser->feed(delta.text, delta.finish_reason.has_value());
+    std::vector<json> deltas;
+    json d = json::object();
+    if (!parts.reasoning.empty()) d["reasoning_content"] = parts.reasoning;
+    if (!parts.content.empty()) d["content"] = parts.content;
+    if (!d.empty()) deltas.push_back(std::move(d));
+    // As vLLM streams calls: {index, id, type, function: {name}} first, then {index, function: {arguments}}.
+    for (const ToolCallDelta& t : parts.tool_calls) {
+        json call = {{"index", t.index}};
+        json function = json::object();
+        if (t.id) {
+            call["id"] = *t.id;
+            call["type"] = "function";
+        }
+        if (t.name) function["name"] = *t.name;
+        if (!t.arguments.empty() || !t.name) function["arguments"] = t.arguments;
+        call["function"] = std::move(function);
+        deltas.push_back({{"tool_calls", json::array({std::move(call)})}});
+    }
+    const bool parsing = job_.chat_output.reasoning || job_.chat_output.tool_format || job_.chat_output.named_arguments;
+    if (deltas.empty()) deltas.push_back(delta.finish_reason || parsing ? json::object() : json{{"content", ""}});
+    return deltas;
+}
+
 void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std::string& out) {
     Choice& choice = choices_[index];
-    json c = {{"index", index}};
-    if (job_.endpoint == Endpoint::kCompletion) {
-        std::string text = delta.text;
-        const bool echo_now = !choice.started && job_.echo;
-        if (echo_now) text = job_.echo_texts[index / size_t(job_.n)] + text;
-        c["text"] = text;
-        const Track* echo_prompt = echo_now ? &tracks_[index / size_t(job_.n)] : nullptr;
-        c["logprobs"] =
-            job_.want_logprobs ? completion_logprobs(echo_prompt, delta.logprobs, text_offsets_[index]) : json(nullptr);
-    } else {
-        json d = json::object();
-        if (!delta.text.empty() || !delta.finish_reason) d["content"] = delta.text;
-        c["delta"] = d;
-        c["logprobs"] = job_.want_logprobs ? chat_logprobs(delta.logprobs) : json(nullptr);
+    std::vector<json> chat;
+    if (job_.endpoint == Endpoint::kChat) {
+        chat = chat_deltas(choice, delta);
+        // Text held back by a parser with nothing else to say: no chunk.
+        if (chat.size() == 1 && chat[0].empty() && !delta.finish_reason && !job_.want_logprobs &&
+            !job_.return_token_ids && !job_.continuous_usage)
+            return;
     }
-    c["finish_reason"] =
-        delta.finish_reason ? json(std::string(finish_reason_name(*delta.finish_reason))) : json(nullptr);
-    c["stop_reason"] = delta.stop_reason.empty() ? json(nullptr) : json(delta.stop_reason);
-    if (job_.return_token_ids) c["token_ids"] = delta.token_ids;
-    choice.started = true;
-    json chunk = chunk_base();
-    chunk["choices"] = json::array({c});
-    if (job_.continuous_usage) chunk["usage"] = usage();
-    out += sse(chunk);
+    const size_t num_chunks = job_.endpoint == Endpoint::kChat ? chat.size() : 1;
+    for (size_t k = 0; k < num_chunks; ++k) {
+        const bool first = k == 0, last = k + 1 == num_chunks;
+        json c = {{"index", index}};
+        if (job_.endpoint == Endpoint::kCompletion) {
+            std::string text = delta.text;
+            const bool echo_now = !choice.started && job_.echo;
+            if (echo_now) text = job_.echo_texts[index / size_t(job_.n)] + text;
+            c["text"] = text;
+            const Track* echo_prompt = echo_now ? &tracks_[index / size_t(job_.n)] : nullptr;
+            c["logprobs"] = job_.want_logprobs ? completion_logprobs(echo_prompt, delta.logprobs, text_offsets_[index])
+                                               : json(nullptr);
+        } else {
+            c["delta"] = std::move(chat[k]);
+            c["logprobs"] = job_.want_logprobs && first ? chat_logprobs(delta.logprobs) : json(nullptr);
+        }
+        json finish = nullptr;
+        if (delta.finish_reason && last) {
+            const std::string reason(finish_reason_name(*delta.finish_reason));
+            finish = job_.endpoint == Endpoint::kChat
+                         ? chat_finish_reason(job_.chat_output, choice.parser->called_tools(), reason)
+                         : reason;
+        }
+        c["finish_reason"] = finish;
+        c["stop_reason"] = delta.stop_reason.empty() || !last ? json(nullptr) : json(delta.stop_reason);
+        if (job_.return_token_ids) c["token_ids"] = first ? json(delta.token_ids) : json::array();
+        choice.started = true;
+        json chunk = chunk_base();
+        chunk["choices"] = json::array({c});
+        if (job_.continuous_usage) chunk["usage"] = usage();
+        out += sse(chunk);
+    }
+}
+
+json CompletionReply::chat_message(const Choice& choice, std::string& finish_reason) const {
+    const ChatOutputOptions& options = job_.chat_output;
+    ChatMessageParts parts = parse_chat_output(options, choice.text);
+    json calls = json::array();
+    for (const ToolCall& call : parts.tool_calls)
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    json message = {{"role", "assistant"},
+                    {"content", parts.content ? json(*parts.content) : json(nullptr)},
+                    {"refusal", nullptr},
+                    {"tool_calls", std::move(calls)}};
+    if (options.reasoning) message["reasoning_content"] = parts.reasoning ? json(*parts.reasoning) : json(nullptr);
+    if (!finish_reason.empty()) finish_reason = chat_finish_reason(options, !parts.tool_calls.empty(), finish_reason);
+    return message;
 }
 
 void CompletionReply::record_finish(Track& track) {
@@ -269,6 +328,7 @@ Reply CompletionReply::take_reply() {
     for (size_t i = 0; i < choices_.size(); ++i) {
         const Choice& choice = choices_[i];
         const Track& track = tracks_[i / size_t(job_.n)];
+        std::string finish_reason = choice.finish_reason;
         json c = {{"index", i}};
         if (job_.endpoint == Endpoint::kCompletion) {
             c["text"] = (job_.echo ? job_.echo_texts[i / size_t(job_.n)] : "") + choice.text;
@@ -278,11 +338,10 @@ Reply CompletionReply::take_reply() {
                                 : json(nullptr);
             if (job_.want_prompt_logprobs_field) c["prompt_logprobs"] = vllm_prompt_logprobs(track);
         } else {
-            c["message"] = {
-                {"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}, {"tool_calls", json::array()}};
+            c["message"] = chat_message(choice, finish_reason);
             c["logprobs"] = job_.want_logprobs ? chat_logprobs(choice.logprobs) : json(nullptr);
         }
-        c["finish_reason"] = choice.finish_reason.empty() ? json(nullptr) : json(choice.finish_reason);
+        c["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
         c["stop_reason"] = choice.stop_reason.empty() ? json(nullptr) : json(choice.stop_reason);
         if (job_.return_token_ids) {
             c["token_ids"] = choice.token_ids;

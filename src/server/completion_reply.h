@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "server/chat_output.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -42,6 +43,7 @@ private:
         std::string stop_reason;
         bool started = false;  // streaming: the first chunk (role / echo) went out
         bool finished = false;
+        std::unique_ptr<ChatStreamParser> parser;  // streaming chat: reasoning / tool calls split out as they come
     };
     struct Track {  // one engine request
         std::shared_ptr<OutputStream> stream;
@@ -63,6 +65,10 @@ private:
     // vLLM's prompt_logprobs: null for the first token, then {token id: {logprob, rank, decoded_token}}.
     nlohmann::json vllm_prompt_logprobs(const Track& track) const;
     nlohmann::json chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const;
+    // The chat message of a finished choice: content, tool_calls and reasoning_content parsed out of its text.
+    nlohmann::json chat_message(const Choice& choice, std::string& finish_reason) const;
+    // Streaming chat: the deltas (one chunk each) of one engine delta.
+    std::vector<nlohmann::json> chat_deltas(Choice& choice, const SampleOutput& delta);
     // Streaming: the chunk text for one delta of choice `index`.
     void append_chunk(size_t index, const SampleOutput& delta, std::string& out);
     void record_finish(Track& track);

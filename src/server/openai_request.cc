@@ -7,6 +7,7 @@
 #include "core/json_util.h"
 #include "engine/sampling_json.h"
 #include "server/structured_request.h"
+#include "server/tool_request.h"
 #include "server/vllm_fields.h"
 
 namespace taco::server {
@@ -139,18 +140,60 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
     return true;
 }
 
-bool check_unsupported(const json& body, ApiError& error) {
-    if (present(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
-        fail(error, "'tools' is not supported yet", "tools");
+// Completions take no tools (chat does: server/tool_request.h); OpenAI's older `functions` is refused on both.
+bool check_unsupported(const json& body, ApiError& error, bool chat) {
+    if (!chat && present(body, "tools") && !(body.at("tools").is_array() && body.at("tools").empty())) {
+        fail(error, "'tools' is a chat completions field; /v1/completions takes none", "tools");
         return false;
     }
-    if (present(body, "tool_choice") && body.at("tool_choice") != "none") {
-        fail(error, "'tool_choice' is not supported yet", "tool_choice");
+    if (!chat && present(body, "tool_choice") && body.at("tool_choice") != "none") {
+        fail(error, "'tool_choice' is a chat completions field; /v1/completions takes none", "tool_choice");
         return false;
     }
-    if (present(body, "functions")) {
-        fail(error, "'functions' is not supported", "functions");
+    for (const char* key : {"functions", "function_call"}) {
+        if (present(body, key)) {
+            fail(error, fmt::format("'{}' (OpenAI's deprecated function calling) is not supported; use 'tools'", key),
+                 key);
+            return false;
+        }
+    }
+    return true;
+}
+
+// An assistant message's tool_calls for the template: each {id, type, function: {name, arguments}}, the arguments'
+// JSON text turned into an object as vLLM gives it to templates (which write `arguments | tojson`).
+bool read_message_tool_calls(const json& calls, const std::string& where, nlohmann::ordered_json& out,
+                             ApiError& error) {
+    if (!calls.is_array()) {
+        fail(error, fmt::format("{}.tool_calls must be a list", where), "messages");
         return false;
+    }
+    out = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const json& call = calls.at(i);
+        const std::string at = fmt::format("{}.tool_calls[{}]", where, i);
+        if (!call.is_object() || !call.contains("function") || !call.at("function").is_object() ||
+            !call.at("function").contains("name") || !call.at("function").at("name").is_string()) {
+            fail(error,
+                 fmt::format("{} must be {{\"id\", \"type\": \"function\", \"function\": {{\"name\", "
+                             "\"arguments\"}}}}",
+                             at),
+                 "messages");
+            return false;
+        }
+        nlohmann::ordered_json c = nlohmann::ordered_json::object();
+        if (call.contains("id")) c["id"] = call.at("id");
+        c["type"] = call.value("type", "function");
+        nlohmann::ordered_json function = {{"name", call.at("function").at("name")}};
+        const json arguments = call.at("function").value("arguments", json("{}"));
+        if (arguments.is_string()) {
+            auto parsed = parse_ordered_json(arguments.get<std::string>());
+            function["arguments"] = parsed ? *parsed : nlohmann::ordered_json(arguments.get<std::string>());
+        } else {
+            function["arguments"] = nlohmann::ordered_json::parse(arguments.dump());
+        }
+        c["function"] = std::move(function);
+        out.push_back(std::move(c));
     }
     return true;
 }
@@ -179,7 +222,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     SamplingParams params;
     if (!read_common(body, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
-    if (!check_unsupported(body, error)) return std::nullopt;
+    if (!check_unsupported(body, error, /*chat=*/false)) return std::nullopt;
     if (auto field = unimplemented_vllm_field(body, /*chat=*/false)) return fail(error, field->message, field->field);
     if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
     job.want_logprobs = params.logprobs.has_value();
@@ -233,7 +276,8 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     return job;
 }
 
-std::optional<std::string> render_chat(const json& body, const ParseContext& ctx, ApiError& error) {
+std::optional<std::string> render_chat(const json& body, const ParseContext& ctx, ApiError& error,
+                                       const nlohmann::ordered_json* ordered_body, bool with_tools) {
     if (!ctx.chat_template) {
         fail(error, "this model has no chat template; pass --chat-template to `taco_llm serve`", "messages");
         return std::nullopt;
@@ -276,7 +320,32 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
             return std::nullopt;
         }
         if (message.contains("name") && message.at("name").is_string()) out["name"] = message.at("name");
+        if (message.contains("tool_calls") && !message.at("tool_calls").is_null()) {
+            if (!read_message_tool_calls(message.at("tool_calls"), where, out["tool_calls"], error))
+                return std::nullopt;
+        }
+        for (const char* key : {"tool_call_id", "reasoning_content"}) {
+            if (!message.contains(key) || message.at(key).is_null()) continue;
+            if (!message.at(key).is_string()) {
+                fail(error, fmt::format("{}.{} must be a string", where, key), "messages");
+                return std::nullopt;
+            }
+            out[key] = message.at(key);
+        }
         inputs.messages.push_back(std::move(out));
+    }
+    // tools and documents as sent (key order kept: templates write them with tojson).
+    for (const char* key : {"tools", "documents"}) {
+        if (!present(body, key) || (body.at(key).is_array() && body.at(key).empty())) continue;
+        if (!with_tools && std::string(key) == "tools") continue;
+        if (!body.at(key).is_array()) {
+            fail(error, fmt::format("'{}' must be a list", key), key);
+            return std::nullopt;
+        }
+        nlohmann::ordered_json value = ordered_body && ordered_body->contains(key)
+                                           ? ordered_body->at(key)
+                                           : nlohmann::ordered_json::parse(body.at(key).dump());
+        (std::string(key) == "tools" ? inputs.tools : inputs.documents) = std::move(value);
     }
     inputs.add_generation_prompt = true;
     if (!read_bool(body, "add_generation_prompt", inputs.add_generation_prompt, error)) return std::nullopt;
@@ -306,7 +375,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     sampling.erase("logprobs");
     SamplingParams params;
     if (!read_common(sampling, ctx, job, params, error, ordered_body)) return std::nullopt;
-    if (!check_unsupported(body, error)) return std::nullopt;
+    if (!check_unsupported(body, error, /*chat=*/true)) return std::nullopt;
     if (auto field = unimplemented_vllm_field(body, /*chat=*/true)) return fail(error, field->message, field->field);
     bool echo = false;
     if (!read_bool(body, "echo", echo, error)) return std::nullopt;
@@ -325,8 +394,33 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     job.n = params.n;
     if (!check_sequence_count(1, params, ctx, error)) return std::nullopt;
     if (!ctx.engine->tokenizer()) return fail(error, "this model has no tokenizer; chat needs one", "messages");
-    auto prompt = render_chat(body, ctx, error);
+    ToolRequest tools;
+    const ToolServerOptions no_tool_options;
+    if (!read_tool_request(body, ordered_body, ctx.tools ? *ctx.tools : no_tool_options, tools, error))
+        return std::nullopt;
+    if (tools.constraint) {
+        if (params.grammar)
+            return fail(error,
+                        "tool_choice \"required\" or a named function constrains the output already; drop the "
+                        "structured-output field",
+                        "tool_choice");
+        auto grammar = ctx.engine->compile_structured(*tools.constraint);
+        if (!grammar) return fail(error, fmt::format("tools: {}", grammar.status().message()), "tools");
+        params.grammar = *grammar;
+    }
+    job.chat_output = tools.output;
+    if (!read_bool(body, "include_reasoning", job.chat_output.include_reasoning, error)) return std::nullopt;
+    // As vLLM's hermes and mistral parsers: their tags may be special tokens, which the text must keep.
+    if (job.chat_output.tool_format == ToolCallFormat::kHermes ||
+        job.chat_output.tool_format == ToolCallFormat::kMistral)
+        params.skip_special_tokens = false;
+    const bool exclude_tools =
+        ctx.tools && ctx.tools->exclude_tools_when_tool_choice_none && job.chat_output.tool_choice == ToolChoice::kNone;
+    auto prompt = render_chat(body, ctx, error, ordered_body, !exclude_tools);
     if (!prompt) return std::nullopt;
+    // A reasoning model's structured answer follows its thinking, unless the prompt closed the think block already.
+    if (params.grammar && job.chat_output.reasoning && !prompt_closes_reasoning(*prompt))
+        params.grammar_after = std::string(kThinkEnd);
     // The template already holds the special tokens it wants (vLLM tokenizes chat prompts without adding any).
     auto ids = ctx.engine->tokenizer()->encode(*prompt, false);
     if (!ids) return fail(error, ids.status().message(), "messages");

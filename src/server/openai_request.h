@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "engine/sampling_defaults.h"
+#include "server/chat_output.h"
 #include "tokenizer/chat_template.h"
 
 namespace taco::server {
@@ -42,9 +43,11 @@ struct CompletionJob {
     // vLLM's prompt_logprobs was asked for: each completion choice (the chat response) carries "prompt_logprobs".
     bool want_prompt_logprobs_field = false;
     int64_t n = 1;
+    ChatOutputOptions chat_output;  // chat: reasoning_content and tool_calls taken out of the reply's text
 };
 
 struct StructuredOutputsConfig;  // server/structured_request.h
+struct ToolServerOptions;        // server/tool_request.h
 
 struct ParseContext {
     const Engine* engine = nullptr;
@@ -55,6 +58,7 @@ struct ParseContext {
     // cannot get past the server's pending limit (see core/limits.h).
     int64_t max_sequences_per_request = 8192;
     const StructuredOutputsConfig* structured_outputs = nullptr;  // --structured-outputs-config; null: defaults
+    const ToolServerOptions* tools = nullptr;  // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
 };
 
 // The body must already be a parsed JSON value. ordered_body (optional): the same body with its keys in the
@@ -66,8 +70,12 @@ std::optional<CompletionJob> parse_chat_request(const nlohmann::json& body, cons
                                                 const nlohmann::ordered_json* ordered_body = nullptr);
 
 // Renders chat messages with the template (shared by /v1/chat/completions and /tokenize). `body` holds
-// messages, add_generation_prompt (default true), chat_template_kwargs.
-std::optional<std::string> render_chat(const nlohmann::json& body, const ParseContext& ctx, ApiError& error);
+// messages (assistant tool_calls, their arguments given to the template as objects as vLLM does, and tool messages'
+// tool_call_id kept), tools, documents, add_generation_prompt (default true), chat_template_kwargs. ordered_body:
+// the same body in the request's key order (tools reach the template as sent), or null.
+// with_tools false: the template gets no tools (vLLM's --exclude-tools-when-tool-choice-none).
+std::optional<std::string> render_chat(const nlohmann::json& body, const ParseContext& ctx, ApiError& error,
+                                       const nlohmann::ordered_json* ordered_body = nullptr, bool with_tools = true);
 
 // The text of one token, for logprobs: the decoded token, or "token_id:N" when the model has no tokenizer.
 std::string token_text(const Tokenizer* tokenizer, int32_t token);

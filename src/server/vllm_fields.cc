@@ -35,8 +35,7 @@ constexpr Field kFields[] = {
     {"priority", "request priority (the scheduler is first come, first served)", false},
     {"continue_final_message", "continuing the last assistant message", true},
     {"chat_template", "a per-request chat template", true},
-    {"documents", "documents for the chat template", true},
-    {"reasoning_effort", "reasoning effort (no reasoning parser is configured)", true},
+    {"reasoning_effort", "reasoning effort, which no model served here reads", true},
 };
 
 }  // namespace

@@ -43,6 +43,38 @@ Fragment GrammarBuilder::bytes(const ByteSet& set) {
     return {s, e};
 }
 
+Fragment GrammarBuilder::text_without(std::string_view tag, const std::function<Fragment()>& non_ascii) {
+    const size_t k = tag.size();
+    TACO_CHECK(k > 0);
+    // fail[i]: the longest proper border of tag[0, i).
+    std::vector<size_t> fail(k + 1, 0);
+    for (size_t i = 1, j = 0; i < k; ++i) {
+        while (j > 0 && tag[i] != tag[j]) j = fail[j];
+        if (tag[i] == tag[j]) ++j;
+        fail[i + 1] = j;
+    }
+    // State i: the text so far ends with tag[0, i) and holds no tag.
+    std::vector<int32_t> states(k);
+    for (int32_t& s : states) s = new_state();
+    const int32_t end = new_state();
+    for (size_t i = 0; i < k; ++i) {
+        std::vector<ByteSet> to(k);
+        for (int b = 0; b < 128; ++b) {
+            size_t j = i;
+            while (j > 0 && uint8_t(tag[j]) != b) j = fail[j];
+            if (uint8_t(tag[j]) == b) ++j;
+            if (j < k) to[j].add(uint8_t(b));  // j == k: the tag, refused
+        }
+        for (size_t j = 0; j < k; ++j)
+            if (!to[j].empty()) grammar_.states[size_t(states[i])].byte_edges.push_back({to[j], states[j]});
+        const Fragment other = non_ascii();
+        epsilon(states[i], other.start);
+        epsilon(other.end, states[0]);
+        epsilon(states[i], end);
+    }
+    return {states[0], end};
+}
+
 Fragment GrammarBuilder::literal(std::string_view text) {
     Fragment f = empty();
     for (char c : text) f = seq(f, bytes(ByteSet::of(uint8_t(c))));

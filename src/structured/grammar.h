@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +78,10 @@ public:
     Fragment optional(Fragment f);
     // f repeated min..max times (max absent: unbounded). Errors when max < min or the automaton grows too large.
     Result<Fragment> repeat(Fragment f, int64_t min, std::optional<int64_t> max);
+    // Any text in which the ASCII `tag` never occurs (it may end with a part of it): a KMP automaton over ASCII
+    // bytes, each state also taking one non-ASCII character of `non_ascii()` (a fresh fragment per call, e.g. the
+    // UTF-8 of [^\x00-\x7F]). A tool-call format's free text before its calls. Not for use inside repeat().
+    Fragment text_without(std::string_view tag, const std::function<Fragment()>& non_ascii);
 
     // Checks and returns the grammar rooted at `root`: every called rule has a body, none is left-recursive, the
     // root matches something. Epsilon edges are removed and unreachable states dropped.

@@ -94,6 +94,40 @@ public:
         return b_.finish(root);
     }
 
+    Result<Grammar> compile_sequence(const JsonSequenceFormat& format) {
+        if (format.max_items && *format.max_items < 1) return error("a JSON sequence needs at least one item");
+        const int32_t root = b_.add_rule("root");
+        const int32_t item = b_.add_rule("item");
+        auto body = schema_fragment(root_, "#", 0);
+        if (!body) return body.status();
+        b_.set_body(item, *body);
+        Fragment out = b_.seq(b_.literal(format.begin), b_.call(item));
+        if (format.max_items != 1) {
+            auto more = b_.repeat(b_.seq(b_.literal(format.separator), b_.call(item)), 0,
+                                  format.max_items ? std::optional<int64_t>(*format.max_items - 1) : std::nullopt);
+            if (!more) return more.status();
+            out = b_.seq(out, *more);
+        }
+        out = b_.seq(out, b_.literal(format.end));
+        if (format.free_text_without) {
+            const std::string& tag = *format.free_text_without;
+            if (tag.empty() || format.begin.rfind(tag, 0) != 0)
+                return error("the free text of a JSON sequence must exclude a tag its begin starts with");
+            for (char c : tag)
+                if (uint8_t(c) >= 0x80) return error("the tag after a JSON sequence's free text must be ASCII");
+            Status bad = Status::ok();
+            const Fragment text = b_.text_without(tag, [&] {
+                auto f = compile_regex("[^\\x00-\\x7F]", b_);
+                if (!f) bad = f.status();
+                return f ? *f : b_.empty();
+            });
+            if (!bad) return bad;
+            out = b_.seq(text, b_.optional(out));
+        }
+        b_.set_body(root, out);
+        return b_.finish(root);
+    }
+
     Result<Grammar> compile_any_object() {
         const int32_t root = b_.add_rule("root");
         auto object = any_rule("object");
@@ -807,6 +841,11 @@ private:
 
 Result<Grammar> json_schema_grammar(const ojson& schema, const JsonSchemaOptions& options) {
     return SchemaCompiler(schema, options).compile_schema();
+}
+
+Result<Grammar> json_sequence_grammar(const ojson& schema, const JsonSequenceFormat& format,
+                                      const JsonSchemaOptions& options) {
+    return SchemaCompiler(schema, options).compile_sequence(format);
 }
 
 Result<Grammar> json_object_grammar(const JsonSchemaOptions& options) {

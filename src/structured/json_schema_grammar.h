@@ -15,6 +15,7 @@
 // JsonSchemaOptions::whitespace_pattern.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,18 @@ struct JsonSchemaOptions {
 inline constexpr const char* kDefaultJsonWhitespace = "[ ]?";
 
 Result<Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
+// JSON values written as a tagged sequence: begin, 1..max_items values of the schema joined by separator, end. A tool
+// call parser's output format (hermes: "<tool_call>\n" {call} "\n</tool_call>" ...) around the tools' schemas.
+struct JsonSequenceFormat {
+    std::string begin, separator, end;
+    std::optional<int64_t> max_items;  // absent: unbounded
+    // Set: free text in which this tag never occurs comes first, and the values are optional (tool_choice "auto"
+    // with a strict tool: the model answers or calls; the tag, hermes' "<tool_call>", starts calls only).
+    std::optional<std::string> free_text_without;
+};
+// begin, then 1..format.max_items values of `schema` joined by format.separator, then end.
+Result<Grammar> json_sequence_grammar(const nlohmann::ordered_json& schema, const JsonSequenceFormat& format,
+                                      const JsonSchemaOptions& options = {});
 // Any JSON object (response_format json_object).
 Result<Grammar> json_object_grammar(const JsonSchemaOptions& options = {});
 

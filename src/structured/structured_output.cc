@@ -18,6 +18,13 @@ std::string StructuredOutputSpec::cache_key() const {
     } else {
         key += text;
     }
+    if (sequence)
+        key += fmt::format("|seq{}{}:{}{}:{}{}:{}{}",
+                           sequence->free_text_without ? fmt::format("f{}:{}", sequence->free_text_without->size(),
+                                                                     *sequence->free_text_without)
+                                                       : "",
+                           sequence->max_items.value_or(-1), sequence->begin.size(), sequence->begin,
+                           sequence->separator.size(), sequence->separator, sequence->end.size(), sequence->end);
     return key;
 }
 
@@ -31,6 +38,7 @@ Result<Grammar> build_grammar(const StructuredOutputSpec& spec) {
             } catch (const std::exception& e) {
                 return error("the JSON schema is not valid JSON: {}", e.what());
             }
+            if (spec.sequence) return json_sequence_grammar(schema, *spec.sequence, json_options);
             return json_schema_grammar(schema, json_options);
         }
         case StructuredKind::kJsonObject: return json_object_grammar(json_options);

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "structured/compiled_grammar.h"
+#include "structured/json_schema_grammar.h"
 
 namespace taco::structured {
 
@@ -24,6 +25,7 @@ struct StructuredOutputSpec {
     std::vector<std::string> choices;               // kChoice
     std::optional<std::string> whitespace_pattern;  // JSON kinds: the whitespace between tokens (a regex)
     bool no_additional_properties = false;          // JSON schemas: JsonSchemaOptions::no_additional_properties
+    std::optional<JsonSequenceFormat> sequence;     // kJsonSchema: values wrapped as a tagged sequence
 
     // Names the spec in caches: equal keys build equal grammars.
     std::string cache_key() const;

@@ -127,14 +127,16 @@ Result<std::string> ChatTemplate::render(const ChatTemplateInputs& inputs) const
         return Status::error("chat template: tools must be null or a JSON array");
     if (!inputs.extra.is_null() && !inputs.extra.is_object())
         return Status::error("chat template: chat_template_kwargs must be a JSON object");
-    for (const auto* part : {&inputs.messages, &inputs.tools, &inputs.extra}) {
+    if (!inputs.documents.is_null() && !inputs.documents.is_array())
+        return Status::error("chat template: documents must be null or a JSON array");
+    for (const auto* part : {&inputs.messages, &inputs.tools, &inputs.documents, &inputs.extra}) {
         if (!jinja::json_depth_within(*part, jinja::kMaxJsonInputDepth))
             return error("chat template: input JSON nests deeper than {} levels", jinja::kMaxJsonInputDepth);
     }
     std::vector<std::pair<std::string, Value>> context;
     context.emplace_back("messages", Value::from_json(inputs.messages));
     context.emplace_back("tools", Value::from_json(inputs.tools));
-    context.emplace_back("documents", Value::none());
+    context.emplace_back("documents", Value::from_json(inputs.documents));
     context.emplace_back("add_generation_prompt", Value::boolean(inputs.add_generation_prompt));
     for (const auto& [name, token] : special_tokens_) context.emplace_back(name, Value::string(token));
     if (inputs.date_string) context.emplace_back("date_string", Value::string(*inputs.date_string));

@@ -18,8 +18,9 @@
 namespace taco {
 
 struct ChatTemplateInputs {
-    nlohmann::ordered_json messages;  // array of {role, content: string | [parts]} (tool_calls etc. passed through)
-    nlohmann::ordered_json tools;     // null or array
+    nlohmann::ordered_json messages;   // array of {role, content: string | [parts]} (tool_calls etc. passed through)
+    nlohmann::ordered_json tools;      // null or array
+    nlohmann::ordered_json documents;  // null or array (RAG templates' `documents`)
     bool add_generation_prompt = false;
     std::optional<std::string> date_string;  // for templates that read `date_string`
     nlohmann::ordered_json extra;            // object: chat_template_kwargs, e.g. {"enable_thinking": false}

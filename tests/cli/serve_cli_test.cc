@@ -48,6 +48,11 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --structured-outputs-config '{\"bogus\": 1}'", "'bogus' is not supported");
     expect_refused("models/demo --port 0 --structured-outputs-config '{'", "not valid JSON");
     expect_refused("models/demo --port 0 --guided-decoding-backend magic", "--guided-decoding-backend");
+    // Tool calling and reasoning: the parser names are checked, and auto tool choice needs a parser (as vLLM).
+    expect_refused("models/demo --port 0 --tool-call-parser granite", "--tool-call-parser 'granite'");
+    expect_refused("models/demo --port 0 --enable-auto-tool-choice",
+                   "--enable-auto-tool-choice needs --tool-call-parser");
+    expect_refused("models/demo --port 0 --reasoning-parser magistral", "--reasoning-parser 'magistral'");
 }
 
 }  // namespace

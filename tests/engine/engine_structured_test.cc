@@ -125,3 +125,37 @@ TEST(EngineStructured, AGrammarForAnotherVocabularyIsRefused) {
 
 }  // namespace
 }  // namespace taco
+
+namespace taco {
+namespace {
+
+// grammar_after (a reasoning model's "</think>"): the output is free until it spells the text, then follows the
+// grammar. Here the text is "e", which the demo model writes within a few tokens.
+TEST(EngineStructured, GrammarAppliesOnlyAfterTheGivenText) {
+    auto engine = demo_engine();
+    ASSERT_NE(engine, nullptr);
+    auto grammar = engine->compile_structured(spec_of(StructuredKind::kRegex, "=[0-9]{3}"));
+    ASSERT_TRUE(grammar.is_ok()) << grammar.status().message();
+    GenerationInput input;
+    input.prompt = "The weather today is";
+    input.params.n = 3;
+    input.params.temperature = 1.0;
+    input.params.seed = 11;
+    input.params.max_tokens = 100;
+    input.params.grammar = *grammar;
+    input.params.grammar_after = "e";
+    auto outputs = engine->generate({input});
+    ASSERT_TRUE(outputs[0].is_ok()) << outputs[0].status().message();
+    for (const SampleOutput& s : outputs[0]->samples) {
+        ASSERT_EQ(s.finish_reason, FinishReason::kStop) << s.text;
+        const size_t eq = s.text.rfind('=');
+        ASSERT_NE(eq, std::string::npos) << s.text;
+        EXPECT_TRUE(std::regex_match(s.text.substr(eq), std::regex("=[0-9]{3}"))) << s.text;
+        // Free text before, holding the first "e"; the grammar started at the token after it.
+        EXPECT_NE(s.text.substr(0, eq).find('e'), std::string::npos) << s.text;
+        EXPECT_GT(eq, 0u) << s.text;
+    }
+}
+
+}  // namespace
+}  // namespace taco

@@ -24,10 +24,8 @@ TEST(VllmFields, EachUnimplementedFieldIsNamedUnlessNeutral) {
             EXPECT_NE(found->message.find(std::string("'") + field + "'"), std::string::npos) << found->message;
         }
     }
-    const std::pair<const char*, json> chat_only[] = {{"continue_final_message", true},
-                                                      {"chat_template", "{{ messages }}"},
-                                                      {"documents", json::array({json{{"text", "d"}}})},
-                                                      {"reasoning_effort", "low"}};
+    const std::pair<const char*, json> chat_only[] = {
+        {"continue_final_message", true}, {"chat_template", "{{ messages }}"}, {"reasoning_effort", "low"}};
     for (const auto& [field, value] : chat_only) {
         EXPECT_TRUE(unimplemented_vllm_field(json{{field, value}}, true).has_value()) << field;
         EXPECT_FALSE(unimplemented_vllm_field(json{{field, value}}, false).has_value()) << field;

@@ -204,3 +204,69 @@ TEST(JsonSchemaGrammar, RandomWalksUnderTheMaskValidate) {
 
 }  // namespace
 }  // namespace taco::structured
+
+namespace taco::structured::testing {
+namespace {
+
+// A tool call parser's format around a schema: hermes' tags, one to max_items calls.
+TEST(JsonSequenceGrammar, WrapsSchemaValuesInTagsAndSeparators) {
+    const auto schema = nlohmann::ordered_json::parse(
+        R"({"type": "object", "properties": {"name": {"const": "f"}, "arguments": {"type": "object",
+            "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}},
+            "required": ["name", "arguments"], "additionalProperties": false})");
+    const JsonSequenceFormat hermes{"<tool_call>\n", "\n</tool_call>\n<tool_call>\n", "\n</tool_call>", {}};
+    auto g = json_sequence_grammar(schema, hermes);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    const std::string call = R"({"name": "f", "arguments": {"n": 1}})";
+    EXPECT_TRUE(matches(*g, "<tool_call>\n" + call + "\n</tool_call>"));
+    EXPECT_TRUE(matches(*g, "<tool_call>\n" + call + "\n</tool_call>\n<tool_call>\n" + call + "\n</tool_call>"));
+    EXPECT_FALSE(matches(*g, call));
+    EXPECT_FALSE(matches(*g, "<tool_call>\n" + call));
+    EXPECT_FALSE(matches(*g, R"(<tool_call>
+{"name": "g", "arguments": {"n": 1}}
+</tool_call>)"));
+    EXPECT_FALSE(matches(*g, R"(<tool_call>
+{"name": "f", "arguments": {"n": "1"}}
+</tool_call>)"));
+    JsonSequenceFormat one = hermes;
+    one.max_items = 1;
+    auto single = json_sequence_grammar(schema, one);
+    ASSERT_TRUE(single.is_ok()) << single.status().message();
+    EXPECT_TRUE(matches(*single, "<tool_call>\n" + call + "\n</tool_call>"));
+    EXPECT_FALSE(matches(*single, "<tool_call>\n" + call + "\n</tool_call>\n<tool_call>\n" + call + "\n</tool_call>"));
+    one.max_items = 0;
+    EXPECT_FALSE(json_sequence_grammar(schema, one).is_ok());
+}
+
+}  // namespace
+}  // namespace taco::structured::testing
+
+namespace taco::structured::testing {
+namespace {
+
+// tool_choice "auto" with a strict tool: any text without the tag, then optionally calls valid for the schema.
+TEST(JsonSequenceGrammar, FreeTextFirstExcludesTheTagAndCallsFollowTheSchema) {
+    const auto schema = nlohmann::ordered_json::parse(
+        R"({"type": "object", "properties": {"name": {"const": "f"}, "arguments": {"type": "object",
+            "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}},
+            "required": ["name", "arguments"], "additionalProperties": false})");
+    JsonSequenceFormat format{"<tool_call>\n", "\n</tool_call>\n<tool_call>\n", "\n</tool_call>", {}};
+    format.free_text_without = "<tool_call>";
+    auto g = json_sequence_grammar(schema, format);
+    ASSERT_TRUE(g.is_ok()) << g.status().message();
+    const std::string call = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": 1}}\n</tool_call>";
+    EXPECT_TRUE(matches(*g, ""));
+    EXPECT_TRUE(matches(*g, "Plain answer, with <tags> and <tool_ and < signs. Zürich ✓"));
+    EXPECT_TRUE(matches(*g, "ends with a partial <tool_ca"));
+    EXPECT_TRUE(matches(*g, "Let me look: <<tool_" + call));
+    EXPECT_TRUE(matches(*g, call));
+    EXPECT_TRUE(matches(*g, "x" + call + "\n" + call));
+    // The tag starts a call only, and a call must follow the schema.
+    EXPECT_FALSE(matches(*g, "text <tool_call>{\"name\": \"g\"} more"));
+    EXPECT_FALSE(matches(*g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"n\": \"x\"}}\n</tool_call>"));
+    EXPECT_FALSE(matches(*g, call + " trailing text"));
+    EXPECT_FALSE(matches(*g, "bad utf-8 \xff"));
+}
+
+}  // namespace
+}  // namespace taco::structured::testing

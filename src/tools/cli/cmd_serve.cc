@@ -36,6 +36,8 @@ struct ServeArgs {
     int num_io_threads = 2;
     std::string structured_outputs_config;  // vLLM's --structured-outputs-config JSON
     std::string guided_decoding_backend;    // vLLM's older --guided-decoding-backend
+    std::string tool_call_parser;           // --tool-call-parser NAME
+    std::string reasoning_parser;           // --reasoning-parser NAME
     double shutdown_timeout_s = 5;
 };
 
@@ -48,7 +50,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--trust-remote-code", false},
     {"--disable-log-stats", false},
     {"--disable-custom-all-reduce", false},
-    {"--enable-auto-tool-choice", false},
     {"--disable-frontend-multiprocessing", false},
     {"--kv-cache-dtype", true},
     {"--quantization", true},
@@ -57,7 +58,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--max-logprobs", true},
     {"--pipeline-parallel-size", true},
     {"--distributed-executor-backend", true},
-    {"--tool-call-parser", true},
     {"--uvicorn-log-level", true},
     {"--max-seq-len-to-capture", true},
 };
@@ -97,6 +97,18 @@ void run_serve(ServeArgs& args) {
         if (Status s = server::StructuredOutputsConfig::check_backend(args.guided_decoding_backend); !s)
             fail(fmt::format("--guided-decoding-backend: {}", s.message()));
         args.server.structured_outputs.backend = args.guided_decoding_backend;
+    }
+    if (!args.tool_call_parser.empty()) {
+        auto format = server::tool_call_format(args.tool_call_parser);
+        if (!format) fail(format.status().message());
+        args.server.tools.tool_call_parser = *format;
+    }
+    if (args.server.tools.enable_auto_tool_choice && !args.server.tools.tool_call_parser)
+        fail("--enable-auto-tool-choice needs --tool-call-parser NAME (hermes, llama3_json, mistral, pythonic)");
+    if (!args.reasoning_parser.empty()) {
+        auto format = server::reasoning_format(args.reasoning_parser);
+        if (!format) fail(format.status().message());
+        args.server.tools.reasoning_parser = *format;
     }
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
@@ -184,6 +196,15 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                     "disable_additional_properties, disable_fallback");
     sub->add_option("--guided-decoding-backend", args->guided_decoding_backend,
                     "vLLM's older flag for the structured-output backend (any name runs the built-in matcher)");
+    sub->add_flag("--enable-auto-tool-choice", args->server.tools.enable_auto_tool_choice,
+                  "Let the model call tools on its own (tool_choice \"auto\"); needs --tool-call-parser");
+    sub->add_option("--tool-call-parser", args->tool_call_parser,
+                    "How tool calls are read from the model's text: hermes (Qwen2.5, Qwen3), llama3_json (Llama 3.1, "
+                    "3.2), mistral, pythonic");
+    sub->add_flag("--exclude-tools-when-tool-choice-none", args->server.tools.exclude_tools_when_tool_choice_none,
+                  "Render no tools into the prompt when a request's tool_choice is \"none\"");
+    sub->add_option("--reasoning-parser", args->reasoning_parser,
+                    "Split <think>...</think> into reasoning_content: deepseek_r1, qwen3");
     add_engine_flags(sub, args->engine);
     auto ignored = std::make_shared<std::vector<std::string>>();
     for (const IgnoredFlag& flag : kIgnoredFlags) {
