@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
@@ -373,6 +375,17 @@ Status ModelConfig::check_size_bounds() const {
     for (const auto& [key, value] : dims)
         if (value < 0 || value > limits::kMaxModelDim)
             return error("'{}' = {} is outside [0, {}] (limits::kMaxModelDim)", key, value, limits::kMaxModelDim);
+    // Weights are at most two-dimensional products of these, save the fused widths below (q/k/v rows, an expert
+    // stack's rows), which are bounded as one dimension too: every tensor then holds fewer than 2^48 elements, and
+    // any sum over layers of their bytes fits int64.
+    const std::tuple<const char*, const char*, int64_t, int64_t> widths[] = {
+        {"num_attention_heads", "head_dim", num_attention_heads, head_dim},
+        {"num_key_value_heads", "head_dim", num_key_value_heads, head_dim},
+        {"num_experts", "moe_intermediate_size", num_experts, moe_intermediate_size},
+        {"num_experts", "intermediate_size", num_experts, intermediate_size}};
+    for (const auto& [a, b, x, y] : widths)
+        if (x * y > limits::kMaxModelDim)  // each factor is at most 2^24: the product cannot overflow
+            return error("'{}' x '{}' = {} x {} is over {} (limits::kMaxModelDim)", a, b, x, y, limits::kMaxModelDim);
     if (num_hidden_layers < 0 || num_hidden_layers > limits::kMaxModelLayers)
         return error("'num_hidden_layers' = {} is outside [0, {}] (limits::kMaxModelLayers)", num_hidden_layers,
                      limits::kMaxModelLayers);

@@ -47,6 +47,28 @@ TEST(ConfigLimits, HugeOrNegativeSizesNameTheKeyAndTheLimit) {
               std::string::npos);
 }
 
+// Each size within its bound, but a fused width (q rows = heads x head_dim, an expert stack's rows) past it: a
+// weight of 2^48 elements and more, whose byte count a product over layers would overflow.
+TEST(ConfigLimits, FusedWidthsAreBoundedLikeOneSize) {
+    json config = llama_config();
+    config["num_attention_heads"] = 1 << 16;
+    config["num_key_value_heads"] = 1;
+    config["head_dim"] = 1 << 16;
+    auto result = ModelConfig::from_json(config, "config.json");
+    ASSERT_FALSE(result.is_ok());
+    EXPECT_NE(result.status().message().find("'num_attention_heads' x 'head_dim' = 65536 x 65536 is over 16777216"),
+              std::string::npos)
+        << result.status().message();
+    config = llama_config();
+    config["num_local_experts"] = 1 << 20;
+    config["num_experts_per_tok"] = 2;
+    config["intermediate_size"] = 1 << 20;
+    result = ModelConfig::from_json(config, "config.json");
+    ASSERT_FALSE(result.is_ok());
+    EXPECT_NE(result.status().message().find("'num_experts' x 'intermediate_size'"), std::string::npos)
+        << result.status().message();
+}
+
 TEST(ConfigLimits, TokenIdsOutOfRangeAreRefused) {
     EXPECT_NE(error_with("eos_token_id", int64_t(1) << 40).find("'eos_token_id'"), std::string::npos)
         << error_with("eos_token_id", int64_t(1) << 40);
