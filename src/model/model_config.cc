@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <cmath>
+#include <cstdint>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -26,8 +28,16 @@ public:
     int64_t get_int(const char* key, int64_t fallback) {
         if (!has(key)) return fallback;
         const json& v = object_.at(key);
-        if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-        if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+        if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+            fail(key, "an integer within int64", v);  // not wrapped to a negative value
+            return fallback;
+        }
+        if (v.is_number_integer()) return v.get<int64_t>();
+        // A whole float within int64 (1e15 in some configs); outside that range the cast itself would be undefined.
+        if (v.is_number_float()) {
+            const double d = v.get<double>();
+            if (d >= -0x1p63 && d < 0x1p63 && d == std::trunc(d)) return int64_t(d);
+        }
         fail(key, "an integer", v);
         return fallback;
     }

@@ -109,6 +109,16 @@ TEST(ServerLimits, ContextLengthErrorsNameTheField) {
                  "maximum context length is 128", "max_tokens");
 }
 
+// Integers past int64 are refused as sent, never wrapped to a negative value and echoed as one.
+TEST(ServerLimits, IntegersPastInt64AreEchoedAsSent) {
+    TestServer s("tests/data/models/llama");
+    for (const char* key : {"max_tokens", "n", "seed", "top_k"}) {
+        const std::string body = std::string(R"({"prompt": [1, 2], ")") + key + R"(": 18446744073709551615})";
+        expect_error(http_call(s.port, "POST", "/v1/completions", body), 400,
+                     std::string("'") + key + "' must be an integer within int64, got 18446744073709551615", key);
+    }
+}
+
 // A schema may come as its JSON text (guided_json, response_format's schema, structured_outputs.json): that text
 // is parsed with the same nesting limit as the body (it once reached a recursive dump() and overflowed the stack).
 TEST(ServerLimits, DeepNestingInsideASchemaGivenAsTextIsA400) {
