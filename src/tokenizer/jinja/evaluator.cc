@@ -11,8 +11,8 @@ namespace taco::jinja {
 
 namespace {
 
-constexpr int kMaxEvalDepth = 400;
-constexpr int kMaxValueDepth = 256;
+constexpr int kMaxEvalDepth = limits::kMaxTemplateEvalDepth;
+constexpr int kMaxValueDepth = limits::kMaxTemplateValueDepth;
 
 Status at_line(const Status& status, int line) {
     if (status.is_ok()) return status;
