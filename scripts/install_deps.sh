@@ -2,7 +2,7 @@
 # Installs every Debian 12 package the build and the tests need. Idempotent; uses sudo when not root.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates clang-format ccache
+  build-essential cmake ninja-build pkg-config git ca-certificates clang-format ccache clang libclang-rt-14-dev
   nlohmann-json3-dev libfmt-dev libcli11-dev
   libpcre2-dev libonig-dev libutf8proc-dev libsentencepiece-dev sentencepiece
   libgtest-dev libgmock-dev libbenchmark-dev

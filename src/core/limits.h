@@ -57,6 +57,12 @@ inline constexpr size_t kMaxTemplateListItems = size_t(1) << 20;     // items of
 // Summed over one render, whether or not the values are still alive: list items and string bytes built.
 inline constexpr int64_t kMaxTemplateBuiltItems = int64_t(1) << 23;
 inline constexpr int64_t kMaxTemplateBuiltBytes = int64_t(256) << 20;
-inline constexpr int kMaxTemplateNesting = 200;  // nested blocks when parsing (tokenizer/jinja/parser.cc)
+inline constexpr int kMaxTemplateNesting = 200;    // nested blocks when parsing (tokenizer/jinja/parser.cc)
+inline constexpr int kMaxTemplateExprDepth = 300;  // an expression's tree height (parser.cc)
+inline constexpr int kMaxTemplateEvalDepth = 400;  // recursion of one evaluation (evaluator.cc)
+// A value's nesting inside a template: its JSON inputs (at most kMaxJsonDepth after parsing, checked again at
+// render) and what the template builds from them. Every recursive walk of a value (printing, tojson, ==) stays
+// within it.
+inline constexpr int kMaxTemplateValueDepth = 256;
 
 }  // namespace taco::limits

@@ -34,6 +34,8 @@ constexpr std::array<const char*, 21> kKeys = {"max_tokens",
                                                "prompt_logprobs"};
 
 Status read_int(const json& v, const char* key, int64_t& out) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))  // echoed as sent, never wrapped negative
+        return error("'{}' must be an integer within int64, got {}", key, json_excerpt(v));
     if (v.is_number_integer()) {
         out = v.get<int64_t>();
         return Status::ok();

@@ -30,11 +30,6 @@ struct ForwardExecutor::Cuda {};
 
 namespace {
 
-int64_t model_len(const Decoder& decoder, int64_t requested) {
-    const int64_t len = requested > 0 ? requested : decoder.config().max_position_embeddings;
-    return std::max<int64_t>(1, std::min(len, decoder.max_positions()));
-}
-
 BatchLimits limits_of(const ExecutorOptions& o, int64_t max_model_len) {
     BatchLimits l;
     l.max_num_tokens = o.max_num_tokens;
@@ -76,9 +71,14 @@ std::vector<int64_t> default_cuda_graph_sizes(int64_t max_num_seqs) {
     return sizes;
 }
 
+int64_t ForwardExecutor::max_model_len_for(const Decoder& decoder, int64_t requested) {
+    const int64_t len = requested > 0 ? requested : decoder.config().max_position_embeddings;
+    return std::max<int64_t>(1, std::min(len, decoder.max_positions()));
+}
+
 ForwardExecutor::ForwardExecutor(Decoder& decoder, const ExecutorOptions& options)
     : decoder_(decoder),
-      max_model_len_(model_len(decoder, options.max_model_len)),
+      max_model_len_(max_model_len_for(decoder, options.max_model_len)),
       activation_dtype_(activation_dtype_of(decoder)),
       workspace_(decoder.device() == Device::kCpu ? MemoryKind::kHost : MemoryKind::kDevice),
       // The CPU has no graphs; its bucketed mode (the padded layout, eagerly) still serves tests of that layout.

@@ -88,6 +88,8 @@ public:
     const ForwardBatchBuilder& builder() const { return builders_.front(); }
     const ExecContext& context() const { return ctx_; }
     int64_t max_model_len() const { return max_model_len_; }
+    // The max_model_len() an executor made with `requested` (ExecutorOptions::max_model_len) would have.
+    static int64_t max_model_len_for(const Decoder& decoder, int64_t requested);
 
 private:
     struct Cuda;  // the CUDA side: stream, upload events, device batch buffer, pinned logits (empty on the CPU build)

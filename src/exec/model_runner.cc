@@ -81,6 +81,24 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
 #else
     TACO_CHECK_MSG(!on_gpu, "ModelRunner: the decoder is on the cuda, and this build has no CUDA backend");
 #endif
+    auto sizing_config = [&](DType kv_dtype, int64_t max_model_len) {
+        KvSizingConfig sizing = KvSizingConfig::for_model(model.config(), options.block_size, kv_dtype);
+        sizing.kv_cache_gb = options.kv_cache_gb;
+        sizing.host_cache_gb = options.host_cache_gb;
+        sizing.num_device_blocks = options.num_device_blocks;
+        sizing.num_host_blocks = options.num_host_blocks;
+        sizing.max_model_len = max_model_len;
+        sizing.max_num_seqs = options.max_num_seqs;
+        return sizing;
+    };
+    if (!on_gpu) {
+        // The CPU's KV budget is known before any buffer exists, so a context length that one request's KV cannot
+        // hold (a config's max_position_embeddings of 2^30) is refused here, naming the flags, before the executor
+        // sizes rotary tables and workspace for it (128 GiB of tables: an abort in the allocator). The CPU's
+        // activations, hence its KV cache, are f32.
+        const int64_t max_model_len = ForwardExecutor::max_model_len_for(model, options.max_model_len);
+        TACO_RETURN_IF_ERROR(size_kv_cache(sizing_config(DType::kF32, max_model_len)).status());
+    }
     ExecutorOptions e;
     e.max_num_tokens = options.max_num_batched_tokens;
     e.max_num_sequences = options.max_num_seqs;
@@ -90,14 +108,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
     e.cuda_graph_sizes = options.cuda_graph_sizes;
     runner->executor_ = std::make_unique<ForwardExecutor>(*runner->decoder_, e);
 
-    KvSizingConfig sizing =
-        KvSizingConfig::for_model(model.config(), options.block_size, runner->executor_->activation_dtype());
-    sizing.kv_cache_gb = options.kv_cache_gb;
-    sizing.host_cache_gb = options.host_cache_gb;
-    sizing.num_device_blocks = options.num_device_blocks;
-    sizing.num_host_blocks = options.num_host_blocks;
-    sizing.max_model_len = runner->executor_->max_model_len();
-    sizing.max_num_seqs = options.max_num_seqs;
+    KvSizingConfig sizing = sizing_config(runner->executor_->activation_dtype(), runner->executor_->max_model_len());
 #ifdef TACO_WITH_CUDA
     if (on_gpu) {
         // As vLLM's profile run: the largest step, so what it needs beyond the preallocated buffers (kernels loaded

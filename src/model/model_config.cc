@@ -1,5 +1,9 @@
 #include "model/model_config.h"
 
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
@@ -24,8 +28,16 @@ public:
     int64_t get_int(const char* key, int64_t fallback) {
         if (!has(key)) return fallback;
         const json& v = object_.at(key);
-        if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-        if (v.is_number_float() && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+        if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+            fail(key, "an integer within int64", v);  // not wrapped to a negative value
+            return fallback;
+        }
+        if (v.is_number_integer()) return v.get<int64_t>();
+        // A whole float within int64 (1e15 in some configs); outside that range the cast itself would be undefined.
+        if (v.is_number_float()) {
+            const double d = v.get<double>();
+            if (d >= -0x1p63 && d < 0x1p63 && d == std::trunc(d)) return int64_t(d);
+        }
         fail(key, "an integer", v);
         return fallback;
     }
@@ -373,6 +385,17 @@ Status ModelConfig::check_size_bounds() const {
     for (const auto& [key, value] : dims)
         if (value < 0 || value > limits::kMaxModelDim)
             return error("'{}' = {} is outside [0, {}] (limits::kMaxModelDim)", key, value, limits::kMaxModelDim);
+    // Weights are at most two-dimensional products of these, save the fused widths below (q/k/v rows, an expert
+    // stack's rows), which are bounded as one dimension too: every tensor then holds fewer than 2^48 elements, and
+    // any sum over layers of their bytes fits int64.
+    const std::tuple<const char*, const char*, int64_t, int64_t> widths[] = {
+        {"num_attention_heads", "head_dim", num_attention_heads, head_dim},
+        {"num_key_value_heads", "head_dim", num_key_value_heads, head_dim},
+        {"num_experts", "moe_intermediate_size", num_experts, moe_intermediate_size},
+        {"num_experts", "intermediate_size", num_experts, intermediate_size}};
+    for (const auto& [a, b, x, y] : widths)
+        if (x * y > limits::kMaxModelDim)  // each factor is at most 2^24: the product cannot overflow
+            return error("'{}' x '{}' = {} x {} is over {} (limits::kMaxModelDim)", a, b, x, y, limits::kMaxModelDim);
     if (num_hidden_layers < 0 || num_hidden_layers > limits::kMaxModelLayers)
         return error("'num_hidden_layers' = {} is outside [0, {}] (limits::kMaxModelLayers)", num_hidden_layers,
                      limits::kMaxModelLayers);

@@ -193,8 +193,11 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     // lost: those requests are read once more in order (the body already passed parse_json's limits).
     std::optional<nlohmann::ordered_json> ordered;
     for (const char* key : {"response_format", "guided_json", "structured_outputs", "tools", "documents"})
-        if (body->contains(key) && !ordered) ordered = nlohmann::ordered_json::parse(request.body, nullptr, false);
-    const nlohmann::ordered_json* ordered_body = ordered && !ordered->is_discarded() ? &*ordered : nullptr;
+        if (body->contains(key) && !ordered) {
+            auto reread = parse_ordered_json(request.body);
+            ordered = reread ? std::move(*reread) : nlohmann::ordered_json();
+        }
+    const nlohmann::ordered_json* ordered_body = ordered && !ordered->is_null() ? &*ordered : nullptr;
     auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error, ordered_body)
                                            : parse_completion_request(*body, context_, error, ordered_body);
     if (!job) return error_reply(error);

@@ -355,7 +355,7 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
             fail(error, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
             return std::nullopt;
         }
-        inputs.extra = nlohmann::ordered_json::parse(body.at("chat_template_kwargs").dump());
+        inputs.extra = nlohmann::ordered_json(body.at("chat_template_kwargs"));  // linear, unlike a re-parse
     }
     auto rendered = ctx.chat_template->render(inputs);
     if (!rendered) {

@@ -34,11 +34,16 @@ const ojson* child(const ojson* object, const char* key) {
 bool read_schema(const json& value, const std::string& param, StructuredOutputSpec& spec, ApiError& error,
                  const ojson* ordered) {
     if (value.is_string()) {
-        try {
-            spec.text = ojson::parse(value.get<std::string>()).dump();
-        } catch (const std::exception& e) {
-            return fail(error, fmt::format("'{}' is not valid JSON: {}", param, e.what()), param);
+        // The text is parsed like a request body (nesting limited before any recursive walk, such as dump()).
+        auto parsed = parse_ordered_json(value.get<std::string>());
+        if (!parsed) {
+            std::string_view message = parsed.status().message();
+            const bool syntax = message.rfind("invalid JSON: ", 0) == 0;
+            if (syntax) message.remove_prefix(std::string_view("invalid JSON: ").size());
+            return fail(error, fmt::format("'{}' {}: {}", param, syntax ? "is not valid JSON" : "is refused", message),
+                        param);
         }
+        spec.text = parsed->dump();
     } else if (value.is_object() || value.is_boolean()) {
         spec.text = ordered && ordered->type() == ojson(value).type() ? ordered->dump() : value.dump();
     } else {
@@ -157,12 +162,9 @@ Status StructuredOutputsConfig::check_backend(const std::string& name) {
 }
 
 Result<StructuredOutputsConfig> StructuredOutputsConfig::from_json_text(const std::string& text) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const std::exception& e) {
-        return error("--structured-outputs-config is not valid JSON: {}", e.what());
-    }
+    auto parsed = parse_json(text);
+    if (!parsed) return error("--structured-outputs-config is not valid JSON: {}", parsed.status().message());
+    const json& j = *parsed;
     if (!j.is_object()) return error("--structured-outputs-config must be a JSON object");
     StructuredOutputsConfig config;
     for (const auto& [key, value] : j.items()) {

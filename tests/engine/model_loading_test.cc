@@ -111,5 +111,21 @@ TEST(EngineConfigLimits, StepSizesHaveADocumentedMaximum) {
     EXPECT_NE(error_of(config.validate()).find("--max-model-len must be at most"), std::string::npos);
 }
 
+// A context length within limits::kMaxModelPositions but past what the CPU's KV budget holds for one request is a
+// startup error naming the flags, before any buffer is sized for it (the rotary tables alone of 2^30 positions
+// took tens of GiB and aborted in the allocator).
+TEST(EngineConfigLimits, AContextTheKvCacheCannotHoldIsRefusedBeforeAnyBufferIsSized) {
+    EngineConfig config;
+    config.model_dir = testing_util::model_dir("llama");
+    config.device = DeviceChoice::kCpu;
+    config.max_model_len = int64_t(1) << 30;
+    const auto engine = Engine::create(config);
+    ASSERT_FALSE(engine.is_ok());
+    EXPECT_NE(engine.status().message().find("too few for one request of --max-model-len 1073741824"),
+              std::string::npos)
+        << engine.status().message();
+    EXPECT_NE(engine.status().message().find("--kv-cache-gb"), std::string::npos) << engine.status().message();
+}
+
 }  // namespace
 }  // namespace taco

@@ -42,9 +42,40 @@ TEST(ConfigLimits, HugeOrNegativeSizesNameTheKeyAndTheLimit) {
     EXPECT_NE(error_with("sliding_window", -1).find("'sliding_window'"), std::string::npos);
     EXPECT_NE(error_with("partial_rotary_factor", 1e300).find("'partial_rotary_factor'"), std::string::npos)
         << error_with("partial_rotary_factor", 1e300);
-    // An unsigned value past int64 is refused, not wrapped.
-    EXPECT_NE(error_with("num_hidden_layers", uint64_t(18446744073709551615ull)).find("num_hidden_layers"),
+    // A whole float past int64 (found by fuzz_config_json: the cast was undefined behaviour), and 1e15 within it.
+    EXPECT_NE(error_with("hidden_size", 2.2e33).find("'hidden_size' must be an integer, got 2.2e+33"),
+              std::string::npos)
+        << error_with("hidden_size", 2.2e33);
+    EXPECT_NE(error_with("num_hidden_layers", -1e300).find("'num_hidden_layers' must be an integer"),
               std::string::npos);
+    EXPECT_EQ(error_with("max_position_embeddings", 4096.0), "");  // a whole float is that integer
+    // An unsigned value past int64 is refused, not wrapped.
+    EXPECT_NE(error_with("num_hidden_layers", uint64_t(18446744073709551615ull))
+                  .find("'num_hidden_layers' must be an integer within int64, got 18446744073709551615"),
+              std::string::npos)
+        << error_with("num_hidden_layers", uint64_t(18446744073709551615ull));
+}
+
+// Each size within its bound, but a fused width (q rows = heads x head_dim, an expert stack's rows) past it: a
+// weight of 2^48 elements and more, whose byte count a product over layers would overflow.
+TEST(ConfigLimits, FusedWidthsAreBoundedLikeOneSize) {
+    json config = llama_config();
+    config["num_attention_heads"] = 1 << 16;
+    config["num_key_value_heads"] = 1;
+    config["head_dim"] = 1 << 16;
+    auto result = ModelConfig::from_json(config, "config.json");
+    ASSERT_FALSE(result.is_ok());
+    EXPECT_NE(result.status().message().find("'num_attention_heads' x 'head_dim' = 65536 x 65536 is over 16777216"),
+              std::string::npos)
+        << result.status().message();
+    config = llama_config();
+    config["num_local_experts"] = 1 << 20;
+    config["num_experts_per_tok"] = 2;
+    config["intermediate_size"] = 1 << 20;
+    result = ModelConfig::from_json(config, "config.json");
+    ASSERT_FALSE(result.is_ok());
+    EXPECT_NE(result.status().message().find("'num_experts' x 'intermediate_size'"), std::string::npos)
+        << result.status().message();
 }
 
 TEST(ConfigLimits, TokenIdsOutOfRangeAreRefused) {

@@ -1,9 +1,11 @@
 // Hostile request bodies (core/limits.h): deep nesting, huge n / best_of, long prompt lists, context-length
 // errors. Each gets a 400 naming the field and the limit; the server keeps serving.
+#include <chrono>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "server/request_json.h"
 #include "test_client.h"
 
 namespace taco::server::testing {
@@ -105,6 +107,71 @@ TEST(ServerLimits, ContextLengthErrorsNameTheField) {
                  "maximum context length is 128", "max_tokens");
     expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", INT64_MAX}}), 400,
                  "maximum context length is 128", "max_tokens");
+}
+
+// Integers past int64 are refused as sent, never wrapped to a negative value and echoed as one.
+TEST(ServerLimits, IntegersPastInt64AreEchoedAsSent) {
+    TestServer s("tests/data/models/llama");
+    for (const char* key : {"max_tokens", "n", "seed", "top_k"}) {
+        const std::string body = std::string(R"({"prompt": [1, 2], ")") + key + R"(": 18446744073709551615})";
+        expect_error(http_call(s.port, "POST", "/v1/completions", body), 400,
+                     std::string("'") + key + "' must be an integer within int64, got 18446744073709551615", key);
+    }
+}
+
+// A schema may come as its JSON text (guided_json, response_format's schema, structured_outputs.json): that text
+// is parsed with the same nesting limit as the body (it once reached a recursive dump() and overflowed the stack).
+TEST(ServerLimits, DeepNestingInsideASchemaGivenAsTextIsA400) {
+    TestServer s("models/demo");
+    const std::string deep = nested(100000);
+    const json prompt = {1, 2};
+    expect_error(post(s.port, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"guided_json", deep}}), 400,
+                 "nested deeper than 128", "guided_json");
+    expect_error(post(s.port, "/v1/completions",
+                      {{"prompt", prompt}, {"max_tokens", 1}, {"structured_outputs", {{"json", deep}}}}),
+                 400, "nested deeper than 128", "structured_outputs.json");
+    const json format = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", deep}}}};
+    expect_error(
+        post(s.port, "/v1/chat/completions",
+             {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}, {"response_format", format}}),
+        400, "nested deeper than 128", "response_format");
+    expect_error(post(s.port, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 1}, {"guided_json", "{\"a\": "}}),
+                 400, "'guided_json' is not valid JSON", "guided_json");
+    const HttpResult fine = post(s.port, "/v1/completions",
+                                 {{"prompt", prompt}, {"max_tokens", 1}, {"guided_json", R"({"type": "integer"})"}});
+    EXPECT_EQ(fine.status, 200) << fine.body;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Work per request grows linearly with the body, whatever its shape: nlohmann's callback parser (once used to name
+// the field of a number overflow) rescanned the parent list at every object's end (200k messages: 17 s), and the
+// template context and a re-parse of chat_template_kwargs searched their keys linearly per key (40k keys: 6.6 s).
+TEST(ServerLimits, ManyObjectsOrKeysInABodyCostLinearTime) {
+    std::string body = R"({"messages": [)";
+    for (int i = 0; i < 300000; ++i) body += (i ? "," : "") + std::string(R"({"role":"user","content":"hi"})");
+    body += "]}";
+    ApiError error;
+    auto start = std::chrono::steady_clock::now();
+    auto parsed = parse_request_json(body, error);
+    ASSERT_TRUE(parsed) << error.message;
+    EXPECT_EQ((*parsed)["messages"].size(), 300000u);
+    EXPECT_LT(seconds_since(start), 5.0);
+    // The field of an overflowing number is still named, after as many objects.
+    body.insert(body.size() - 2, R"(,{"role":"user","content":"hi","n":1e999})");
+    EXPECT_FALSE(parse_request_json(body, error));
+    EXPECT_EQ(error.param, "messages[300000].n");
+
+    TestServer s("models/demo");
+    json kwargs = json::object();
+    for (int i = 0; i < 100000; ++i) kwargs["k" + std::to_string(i)] = i;
+    start = std::chrono::steady_clock::now();
+    const HttpResult r = post(
+        s.port, "/tokenize", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"chat_template_kwargs", kwargs}});
+    EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
+    EXPECT_LT(seconds_since(start), 5.0);
 }
 
 }  // namespace

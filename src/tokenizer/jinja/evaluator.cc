@@ -11,8 +11,8 @@ namespace taco::jinja {
 
 namespace {
 
-constexpr int kMaxEvalDepth = 400;
-constexpr int kMaxValueDepth = 256;
+constexpr int kMaxEvalDepth = limits::kMaxTemplateEvalDepth;
+constexpr int kMaxValueDepth = limits::kMaxTemplateValueDepth;
 
 Status at_line(const Status& status, int line) {
     if (status.is_ok()) return status;
@@ -66,21 +66,12 @@ Value make_loop(size_t index, size_t length, const std::vector<Value>& items, co
 
 const Value* Frame::lookup(const std::string& name) const {
     for (const Frame* f = this; f; f = f->parent_.get()) {
-        for (auto it = f->vars_.rbegin(); it != f->vars_.rend(); ++it)
-            if (it->first == name) return &it->second;
+        if (auto it = f->vars_.find(name); it != f->vars_.end()) return &it->second;
     }
     return nullptr;
 }
 
-void Frame::set(const std::string& name, Value value) {
-    for (auto& [k, v] : vars_) {
-        if (k == name) {
-            v = std::move(value);
-            return;
-        }
-    }
-    vars_.emplace_back(name, std::move(value));
-}
+void Frame::set(const std::string& name, Value value) { vars_.insert_or_assign(name, std::move(value)); }
 
 Result<BoundArgs> BoundArgs::bind(const CallArgs& args, const std::vector<std::string>& names, size_t num_required,
                                   const std::string& function) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,7 @@ public:
 
 private:
     std::shared_ptr<Frame> parent_;
-    std::vector<std::pair<std::string, Value>> vars_;
+    std::unordered_map<std::string, Value> vars_;  // hashed: a context may hold many chat_template_kwargs
 };
 
 // Defaults: core/limits.h. List and built-size limits are enforced by Value's constructors (value.h,

@@ -17,7 +17,7 @@ namespace {
 // Deeper nesting than this is refused instead of risking the C++ stack (jinja2 would hit Python's limit).
 constexpr int kMaxNesting = limits::kMaxTemplateNesting;
 // Longest chain of operators/filters/postfix operations in one expression (a+b+c+..., x|f|g|..., a.b.c...).
-constexpr int kMaxExprDepth = 300;
+constexpr int kMaxExprDepth = limits::kMaxTemplateExprDepth;
 
 class Parser {
 public:

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/limits.h"
 #include "core/status.h"
 
 namespace taco::jinja {
@@ -143,7 +144,7 @@ public:
     RenderBudgetScope& operator=(const RenderBudgetScope&) = delete;
 };
 
-constexpr int kMaxJsonInputDepth = 256;
+constexpr int kMaxJsonInputDepth = limits::kMaxTemplateValueDepth;
 constexpr size_t kMaxPrintBytes = size_t{64} << 20;
 // Whether j nests at most max_depth levels of arrays/objects.
 bool json_depth_within(const nlohmann::ordered_json& j, int max_depth);
