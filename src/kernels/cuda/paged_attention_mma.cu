@@ -87,6 +87,29 @@ __device__ __forceinline__ bool quad_any(bool v) {
     return x != 0;
 }
 
+// One n8 block of S = Q K^T (16 rows x keys 8 nb..): B fragments of 8 keys x 16 dims straight from K's rows in
+// shared memory (lanes 0-7: dims 0-7, 8-15: 8-15), A from q_frag (head dims <= 128) or from Q's rows at q_lane. Both
+// walks (one warp, cooperative) call this, so a score is the same instructions whichever warp computes it.
+template <class T, int D, int kFrags>
+__device__ __forceinline__ void score_block(float (&s4)[4], int nb, const T* k_s, const T* q_lane,
+                                            const uint32_t (&q_frag)[kFrags][4], int lane) {
+    constexpr int S = kRowStride<D>;
+    s4[0] = s4[1] = s4[2] = s4[3] = 0;
+    const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+        uint32_t b0, b1;
+        ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
+        if constexpr (D <= 128) {
+            mma_m16n8k16<T>(s4, q_frag[kc], b0, b1);
+        } else {
+            uint32_t a[4];
+            ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
+            mma_m16n8k16<T>(s4, a, b0, b1);
+        }
+    }
+}
+
 template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const AttentionLaunch p) {
     constexpr int kKeys = kKeysPerTile<D>;
@@ -226,23 +249,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     // S for this warp's key blocks.
                     float sc[kNbPerWarp][4];
 #pragma unroll
-                    for (int i = 0; i < kNbPerWarp; ++i) {
-                        const int nb = warp * kNbPerWarp + i;
-                        sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0;
-                        const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
-#pragma unroll
-                        for (int kc = 0; kc < kChunks; ++kc) {
-                            uint32_t b0, b1;
-                            ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
-                            if constexpr (kQInRegisters) {
-                                mma_m16n8k16<T>(sc[i], q_frag[kc], b0, b1);
-                            } else {
-                                uint32_t a[4];
-                                ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
-                                mma_m16n8k16<T>(sc[i], a, b0, b1);
-                            }
-                        }
-                    }
+                    for (int i = 0; i < kNbPerWarp; ++i)
+                        score_block<T, D>(sc[i], warp * kNbPerWarp + i, k_s, q_lane, q_frag, lane);
                     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
                     for (int i = 0; i < kNbPerWarp; ++i) {
@@ -324,25 +332,10 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     continue;
                 }
 
-                // S = Q K^T: B fragments of 8 keys x 16 dims straight from K's rows (lanes 0-7: dims 0-7, 8-15: 8-15).
+                // S = Q K^T.
                 float s[kKeyBlocks][4];
 #pragma unroll
-                for (int nb = 0; nb < kKeyBlocks; ++nb) {
-                    s[nb][0] = s[nb][1] = s[nb][2] = s[nb][3] = 0;
-                    const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
-#pragma unroll
-                    for (int kc = 0; kc < kChunks; ++kc) {
-                        uint32_t b0, b1;
-                        ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
-                        if constexpr (kQInRegisters) {
-                            mma_m16n8k16<T>(s[nb], q_frag[kc], b0, b1);
-                        } else {
-                            uint32_t a[4];
-                            ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
-                            mma_m16n8k16<T>(s[nb], a, b0, b1);
-                        }
-                    }
-                }
+                for (int nb = 0; nb < kKeyBlocks; ++nb) score_block<T, D>(s[nb], nb, k_s, q_lane, q_frag, lane);
                 // Scores of the keys each row sees; -inf elsewhere. Element e of block nb: row g (e < 2) or g + 8,
                 // key tile + 8 nb + 2 t + e % 2.
                 float tile_max[2] = {-INFINITY, -INFINITY};
