@@ -31,6 +31,22 @@ std::pair<TensorView, TensorView> rotary_tables(ParityRun& r, int64_t positions,
     return {r.host_values({rows, half}, DType::kF32, cos), r.host_values({rows, half}, DType::kF32, sin)};
 }
 
+// The tables' factors: LongRoPE's long half after the short one.
+std::vector<double> rotary_factors(bool long_rope) {
+    return long_rope ? std::vector<double>{1.0, 0.37} : std::vector<double>{1.0};
+}
+
+// Random positions below max_positions and, with LongRoPE, table offsets sending some tokens to the long half.
+std::pair<std::vector<int32_t>, std::vector<int32_t>> random_positions(ParityRun& r, int64_t tokens,
+                                                                       int64_t max_positions, bool long_rope) {
+    std::vector<int32_t> positions, offsets;
+    for (int64_t t = 0; t < tokens; ++t) {
+        positions.push_back(int32_t(r.uniform_int(0, max_positions - 1)));
+        offsets.push_back(long_rope && r.uniform_int(0, 1) == 1 ? int32_t(max_positions) : 0);
+    }
+    return {positions, offsets};
+}
+
 CaseGroup rotary_group(const std::string& name, bool neox_style) {
     struct Shape {
         int64_t tokens, heads, head_dim;
@@ -50,14 +66,8 @@ CaseGroup rotary_group(const std::string& name, bool neox_style) {
                          s.long_rope ? "_long_rope" : ""),
              [=](ParityRun& r) {
                  const int64_t max_positions = 64;
-                 auto [cos, sin] =
-                     rotary_tables(r, max_positions, s.rotary_dim,
-                                   s.long_rope ? std::vector<double>{1.0, 0.37} : std::vector<double>{1.0});
-                 std::vector<int32_t> positions, offsets;
-                 for (int64_t t = 0; t < s.tokens; ++t) {
-                     positions.push_back(int32_t(r.uniform_int(0, max_positions - 1)));
-                     offsets.push_back(s.long_rope && r.uniform_int(0, 1) == 1 ? int32_t(max_positions) : 0);
-                 }
+                 auto [cos, sin] = rotary_tables(r, max_positions, s.rotary_dim, rotary_factors(s.long_rope));
+                 auto [positions, offsets] = random_positions(r, s.tokens, max_positions, s.long_rope);
                  if (s.tokens > 1) positions[0] = 0, positions[1] = int32_t(max_positions - 1);
                  TensorView x = r.host_act({s.tokens, s.heads, s.head_dim}, -2, 2);
                  TensorView pos = r.host_i32({s.tokens}, positions);
@@ -92,14 +102,8 @@ CaseGroup rotary_write_kv_group(bool neox_style) {
                          s.long_rope ? "_long_rope" : "", s.f32_cache ? "_f32_cache" : ""),
              [=](ParityRun& r) {
                  const int64_t max_positions = 64, block_size = 16;
-                 auto [cos, sin] =
-                     rotary_tables(r, max_positions, s.rotary_dim,
-                                   s.long_rope ? std::vector<double>{1.0, 0.37} : std::vector<double>{1.0});
-                 std::vector<int32_t> positions, offsets;
-                 for (int64_t t = 0; t < s.tokens; ++t) {
-                     positions.push_back(int32_t(r.uniform_int(0, max_positions - 1)));
-                     offsets.push_back(s.long_rope && r.uniform_int(0, 1) == 1 ? int32_t(max_positions) : 0);
-                 }
+                 auto [cos, sin] = rotary_tables(r, max_positions, s.rotary_dim, rotary_factors(s.long_rope));
+                 auto [positions, offsets] = random_positions(r, s.tokens, max_positions, s.long_rope);
                  const int64_t num_blocks = (s.tokens + block_size - 1) / block_size + 2;
                  std::vector<int64_t> slots(size_t(num_blocks * block_size));
                  std::iota(slots.begin(), slots.end(), 0);
