@@ -145,21 +145,15 @@ void Decoder::mlp_block(const Pass& pass, const DecoderLayerWeights& w, const Te
 }
 
 // One layer: attention and MLP joined to the residual stream `hidden` (updated in place) as spec_.residual says.
-void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, Residual& residual) const {
-    const TensorView& hidden = residual.hidden;
-    const bool defers = spec_.residual == ResidualLayout::kSequential && residual.delta.defined();
-    if (residual.has_delta && !defers) {  // (no layout mixes; kept for safety) the add is done here
-        ops::add_inplace(pass.ctx, hidden, residual.delta);
-        residual.has_delta = false;
-    }
+void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, const TensorView& hidden,
+                    const TensorView& pending) const {
     if (spec_.residual == ResidualLayout::kPostNorm) return post_norm_layer(pass, w, l, hidden);
     const int64_t t = pass.batch.num_tokens, size = config_.hidden_size;
     const size_t mark = pass.ws.mark();
     TensorView normed = pass.alloc({t, size});
     TensorView block_out = pass.alloc({t, size});
-    if (residual.has_delta) {
-        add_and_norm(pass, hidden, residual.delta, w.input_norm, w.input_norm_bias, normed);
-        residual.has_delta = false;
+    if (pending.defined() && l > 0) {
+        add_and_norm(pass, hidden, pending, w.input_norm, w.input_norm_bias, normed);
     } else {
         norm(pass, hidden, w.input_norm, w.input_norm_bias, normed);
     }
@@ -167,13 +161,7 @@ void Decoder::layer(const Pass& pass, const DecoderLayerWeights& w, int64_t l, R
     switch (spec_.residual) {
         case ResidualLayout::kSequential:
             add_and_norm(pass, hidden, block_out, w.post_attention_norm, w.post_attention_norm_bias, normed);
-            if (defers) {  // the MLP's output joins the stream in the next layer's first norm (or in forward())
-                mlp_block(pass, w, normed, residual.delta);
-                residual.has_delta = true;
-                break;
-            }
-            mlp_block(pass, w, normed, block_out);
-            ops::add_inplace(pass.ctx, hidden, block_out);
+            mlp_block(pass, w, normed, pending);  // joins the stream in the next layer's first norm (or forward())
             break;
         case ResidualLayout::kSandwich: {
             TensorView sandwich = pass.alloc({t, size});
@@ -248,10 +236,11 @@ void Decoder::forward(const ExecContext& ctx, const ForwardBatch& batch, KvCache
         if (pass.act == DType::kF16) scale = f16_to_f32(f32_to_f16(scale));
         ops::scale_inplace(ctx, hidden, scale);
     }
-    Residual residual{hidden, TensorView(), false};
-    if (spec_.residual == ResidualLayout::kSequential) residual.delta = pass.alloc({batch.num_tokens, c.hidden_size});
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, residual);
-    if (residual.has_delta) ops::add_inplace(ctx, hidden, residual.delta);
+    // kSequential: each layer's MLP output waits here for the next layer's first norm (Decoder::layer).
+    const TensorView pending =
+        spec_.residual == ResidualLayout::kSequential ? pass.alloc({batch.num_tokens, c.hidden_size}) : TensorView();
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) layer(pass, layers_[size_t(l)], l, hidden, pending);
+    if (pending.defined() && c.num_hidden_layers > 0) ops::add_inplace(ctx, hidden, pending);
     head(pass, hidden, logits);
 }
 

@@ -96,15 +96,11 @@ private:
         DType act;  // activation dtype
         TensorView alloc(std::initializer_list<int64_t> dims) const { return ws.alloc(dims, act); }
     };
-    // The residual stream between layers: `hidden` [T, H] and, when has_delta, a layer's last block output [T, H]
-    // not yet added to it: the next layer adds it in the launch of its first norm (ops::add_rms_norm), and forward()
-    // adds what the last layer leaves.
-    struct Residual {
-        TensorView hidden;
-        TensorView delta;  // defined when the layout defers its last add (kSequential)
-        bool has_delta = false;
-    };
-    void layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, Residual& residual) const;
+    // hidden: the residual stream [T, H], updated in place. pending [T, H], defined for ResidualLayout::kSequential
+    // only: the previous layer's MLP output, not yet added to hidden (layers after the first add it in the launch of
+    // their first norm, ops::add_rms_norm); the layer leaves its own MLP output there, and forward() adds the last.
+    void layer(const Pass& pass, const DecoderLayerWeights& w, int64_t layer_index, const TensorView& hidden,
+               const TensorView& pending) const;
     // hidden += delta, then out = norm(hidden): one launch for RMSNorm.
     void add_and_norm(const Pass& pass, const TensorView& hidden, const TensorView& delta, const Tensor& weight,
                       const Tensor& bias, const TensorView& out) const;
