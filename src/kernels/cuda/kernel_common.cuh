@@ -91,6 +91,15 @@ void dispatch_float(DType dtype, const char* op, const char* what, F&& f) {
     TACO_CHECK_MSG(false, "{}: {} has dtype {}, which no CUDA kernel of this op takes", op, what, dtype_name(dtype));
 }
 
+// Token t's slot in the paged KV cache (ops::write_kv_cache): -1 is padding, written nowhere; a slot past the cache's
+// num_slots fails the device check.
+__device__ __forceinline__ int64_t kv_slot(const int64_t* slot_mapping, int64_t t, int64_t num_slots) {
+    const int64_t slot = slot_mapping[t];
+    TACO_DEVICE_CHECK(slot < num_slots, "write_kv_cache: slot %lld outside the cache of %lld slots\n",
+                      static_cast<long long>(slot), static_cast<long long>(num_slots));
+    return slot;
+}
+
 // Butterfly reductions over the 32 lanes of a warp: every lane ends with the result, and the tree (lane i with
 // lane i ^ 16, then ^ 8, ...) is the same on every call, so the sum is deterministic.
 __device__ __forceinline__ float warp_sum(float v) {

@@ -19,10 +19,8 @@ __global__ void write_kv_cache_kernel(const TIn* k, const TIn* v, const int64_t*
     const int64_t t = blockIdx.x;
     const int64_t i = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
     if (i >= row) return;
-    const int64_t slot = slot_mapping[t];
+    const int64_t slot = kv_slot(slot_mapping, t, num_slots);
     if (slot < 0) return;  // padding
-    TACO_DEVICE_CHECK(slot < num_slots, "write_kv_cache: slot %lld outside the cache of %lld slots\n",
-                      static_cast<long long>(slot), static_cast<long long>(num_slots));
     k_cache[slot * row + i] = from_f32<TCache>(to_f32(k[t * row + i]));
     v_cache[slot * row + i] = from_f32<TCache>(to_f32(v[t * row + i]));
 }

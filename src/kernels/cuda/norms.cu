@@ -225,13 +225,9 @@ void add_rms_norm(void* stream, void* x, const void* delta, void* out, DType dty
         if (iters > 0 && aligned16(delta))
             return launch_rms_norm_vec<T, true>(as_stream(stream), iters, xt, static_cast<const T*>(delta),
                                                 static_cast<T*>(out), rows, hidden, weight, eps, weight_offset);
-        // The add alone, then the norm rms_norm would run on these rows (the same bits as the two ops).
+        // The two ops themselves (their bits by construction).
         add_inplace(stream, x, delta, dtype, rows * hidden);
-        if (iters > 0)
-            return launch_rms_norm_vec<T, false>(as_stream(stream), iters, xt, nullptr, static_cast<T*>(out), rows,
-                                                 hidden, weight, eps, weight_offset);
-        launch_rms_norm_scalar<T>(as_stream(stream), xt, static_cast<T*>(out), rows, hidden, weight, eps,
-                                  weight_offset);
+        rms_norm(stream, x, out, dtype, rows, hidden, weight, eps, weight_offset);
     });
 }
 

@@ -86,20 +86,16 @@ __global__ void rotary_write_kv_kernel(T* q, T* k, const T* v, const int32_t* po
         T ya, yb;
         rotate_pair(head, i, half, neox_style, cos_table[row * half + i], sin_table[row * half + i], ia, ib, ya, yb);
         if (is_q) return;
-        const int64_t slot = slot_mapping[t];
+        const int64_t slot = kv_slot(slot_mapping, t, num_slots);
         if (slot < 0) return;  // padding
-        TACO_DEVICE_CHECK(slot < num_slots, "write_kv_cache: slot %lld outside the cache of %lld slots\n",
-                          static_cast<long long>(slot), static_cast<long long>(num_slots));
         TCache* dst = k_cache + slot * row_size + h * head_dim;
         dst[ia] = from_f32<TCache>(to_f32(ya));
         dst[ib] = from_f32<TCache>(to_f32(yb));
         return;
     }
     item -= q_pairs + k_pairs;
-    const int64_t slot = slot_mapping[t];
+    const int64_t slot = kv_slot(slot_mapping, t, num_slots);
     if (slot < 0) return;
-    TACO_DEVICE_CHECK(slot < num_slots, "write_kv_cache: slot %lld outside the cache of %lld slots\n",
-                      static_cast<long long>(slot), static_cast<long long>(num_slots));
     if (item < k_rest) {  // k past the rotary dims: copied as write_kv_cache does
         const int64_t e = item / rest * head_dim + 2 * half + item % rest;
         k_cache[slot * row_size + e] = from_f32<TCache>(to_f32(k[t * row_size + e]));
