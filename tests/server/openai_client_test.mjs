@@ -1,21 +1,9 @@
 // Drives `taco_llm serve` (no MODEL: the built-in demo model) with the official OpenAI npm client (openai@6) and
 // checks every response against JSON Schemas written from OpenAI's API reference (ajv).
 // Usage: node tests/server/openai_client_test.mjs PATH/TO/taco_llm   (exit 77: client not installed -> skipped)
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import assert from 'node:assert/strict';
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const require = createRequire(path.join(root, '.cache/node/package.json'));
-let OpenAI, Ajv;
-try {
-  OpenAI = require('openai').default ?? require('openai');
-  Ajv = require('ajv').default ?? require('ajv');
-} catch (e) {
-  console.log('openai / ajv not installed in .cache/node (run scripts/setup_test_data.sh): skipped');
-  process.exit(77);
-}
+import { Ajv, OpenAI, require, startServer } from './openai_test_support.mjs';
 
 const num = { type: 'number' };
 const int = { type: 'integer', minimum: 0 };
@@ -82,17 +70,7 @@ function check(kind, value) {
 const binary = process.argv[2];
 const key = 'test-key';
 // No MODEL: the built-in demo model (models/demo), reported as "demo".
-const server = spawn(binary, ['serve', '--host', '127.0.0.1', '--port', '0', '--disable-log-requests'],
-  { cwd: root, env: { ...process.env, TACO_LLM_API_KEY: key }, stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve, reject) => {
-  let out = '';
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = out.match(/serving .* on http:\/\/[^:]+:(\d+)/);
-    if (m) resolve(Number(m[1]));
-  });
-  server.on('exit', (code) => reject(new Error(`server exited early with ${code}`)));
-});
+const { server, port } = await startServer(binary, [], { TACO_LLM_API_KEY: key });
 
 try {
   const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });

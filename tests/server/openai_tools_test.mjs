@@ -5,23 +5,13 @@
 // random-ish), the runner executes it and sends the result back, and the next turn renders the history. tool_choice
 // auto is served, with strict tools too.
 // Usage: node tests/server/openai_tools_test.mjs PATH/TO/taco_llm   (exit 77: client or template not installed)
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
-const require = createRequire(path.join(root, '.cache/node/package.json'));
-let OpenAI, Ajv;
-try {
-  OpenAI = require('openai').default ?? require('openai');
-  Ajv = require('ajv').default ?? require('ajv');
-} catch (e) {
-  console.log('openai / ajv not installed in .cache/node (run scripts/setup_test_data.sh): skipped');
-  process.exit(77);
-}
+import { Ajv, OpenAI, root, startServer } from './openai_test_support.mjs';
+
 const qwenConfig = path.join(root, '.cache/tokenizers/qwen2_5/tokenizer_config.json');
 if (!fs.existsSync(qwenConfig)) {
   console.log('.cache/tokenizers/qwen2_5 is missing (run scripts/setup_test_data.sh): skipped');
@@ -31,18 +21,8 @@ const templateFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'taco-tools
 fs.writeFileSync(templateFile, JSON.parse(fs.readFileSync(qwenConfig, 'utf8')).chat_template);
 
 const binary = process.argv[2];
-const server = spawn(binary, ['serve', '--host', '127.0.0.1', '--port', '0', '--disable-log-requests',
-  '--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--chat-template', templateFile],
-  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve, reject) => {
-  let out = '';
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = out.match(/serving .* on http:\/\/[^:]+:(\d+)/);
-    if (m) resolve(Number(m[1]));
-  });
-  server.on('exit', (code) => reject(new Error(`server exited early with ${code}`)));
-});
+const { server, port } = await startServer(binary,
+  ['--enable-auto-tool-choice', '--tool-call-parser', 'hermes', '--chat-template', templateFile]);
 
 const weatherParams = {
   type: 'object', additionalProperties: false, required: ['city', 'unit'],
