@@ -22,6 +22,20 @@ bool folder_has_tokenizer(const std::string& dir) {
     return false;
 }
 
+// Runs one request's share of a step; what it throws becomes that request's error (nullopt: it did not fail).
+std::optional<std::string> request_failure(const std::function<void()>& work) {
+    try {
+        work();
+        return std::nullopt;
+    } catch (const std::bad_alloc&) {
+        return std::string("out of memory");
+    } catch (const std::exception& e) {
+        return std::string(e.what());
+    } catch (...) {
+        return std::string("unknown exception");
+    }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
@@ -201,10 +215,43 @@ void Engine::step_loop() {
             wake_.wait(lock,
                        [this] { return stopping_ || !inbox_.empty() || !aborts_.empty() || scheduler_->has_work(); });
             if (stopping_) return;
+            fault_hook_ = fault_hook_shared_;
         }
-        drain_inbox();
-        if (scheduler_->has_work()) step();
+        // Nothing thrown here may leave this thread (the process would end). A failure in one request's work fails
+        // that request (step() and drain_inbox() catch it); one outside any request's work (the forward pass, the
+        // sampler, the scheduler) may have left every request of the step half updated, so every request in flight
+        // fails, and the engine goes on with the next ones.
+        std::optional<std::string> failure = request_failure([&] {
+            drain_inbox();
+            if (scheduler_->has_work()) step();
+        });
+        if (!failure) continue;
+        log_error("engine step failed: {}; failing the {} requests in flight", *failure, groups_.size());
+        std::vector<std::shared_ptr<RequestGroup>> in_flight;
+        for (auto& [id, group] : groups_) in_flight.push_back(group);
+        for (auto& group : in_flight) fail_group(*group, "internal error: " + *failure);
     }
+}
+
+void Engine::set_fault_hook_for_testing(FaultHook hook) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fault_hook_shared_ = std::move(hook);
+}
+
+void Engine::fault_point(FaultPoint point, RequestId group_id) const {
+    if (fault_hook_) fault_hook_(point, group_id);
+}
+
+void Engine::fail_group(RequestGroup& group, const std::string& message) {
+    log_error("request {} failed: {}", group.id(), message);
+    // groups_ may hold the last reference to `group`.
+    const std::shared_ptr<RequestGroup> keep = groups_.count(group.id()) ? groups_[group.id()] : nullptr;
+    for (SampleState& s : group.samples())
+        if (!s.finished) finish_sample(group, s, RequestStatus::kFinishedAborted);
+    group.end_all();
+    update_stats(/*count_step=*/false);
+    group.stream()->push(group.error_output(message));
+    groups_.erase(group.id());
 }
 
 void Engine::drain_inbox() {
@@ -216,14 +263,24 @@ void Engine::drain_inbox() {
         aborts.swap(aborts_);
     }
     for (auto& group : inbox) {
-        Status added = scheduler_->add_request(group->make_request(next_arrival_++));
+        Status added = Status::ok();
+        if (std::optional<std::string> failure = request_failure(
+                [&] { added = scheduler_->add_request(group->make_request(next_arrival_++)); })) {
+            added = Status::error("internal error: " + *failure);
+        }
         if (!added) {
             group->stream()->push(group->error_output(added.message()));
             continue;
         }
-        group->start();
-        samples_[group->id()] = {group.get(), 0};
         groups_[group->id()] = group;
+        if (std::optional<std::string> failure = request_failure([&] {
+                group->start();
+                samples_[group->id()] = {group.get(), 0};
+            })) {
+            scheduler_->finish_request(group->id(), RequestStatus::kFinishedAborted);
+            fail_group(*group, "internal error: " + *failure);
+            continue;
+        }
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.prompt_tokens_total += int64_t(group->prompt_ids().size());
     }
@@ -273,12 +330,20 @@ void Engine::step() {
     // Logits [rows, vocab] on the runner's device. Sampling reads them there (LogitsSampler: on the GPU for device
     // logits, so only tokens and the logprobs asked for come back); prompt logprobs read host rows, copied only in
     // a step that has some (on the CPU host_logits() is the logits themselves).
+    fault_point(FaultPoint::kForward, 0);
     const TensorView logits = runner_->execute(sequences);
     scheduler_->update_after_step(out);
     const bool any_prompt_rows =
         std::any_of(rows.begin(), rows.end(), [](const Rows& r) { return r.num_prompt_rows > 0; });
     const TensorView host_logits = any_prompt_rows ? runner_->host_logits() : TensorView();
 
+    // A group whose own work throws (its prompt logprobs, fork, mask, token, output) joins step_failures_, is skipped
+    // from there on and fails at the end of the step; the other rows go on.
+    step_failures_.clear();
+    auto guarded = [&](RequestGroup& group, const std::function<void()>& work) {
+        if (step_failures_.count(&group)) return;
+        if (std::optional<std::string> failure = request_failure(work)) step_failures_.emplace(&group, *failure);
+    };
     const int64_t vocab = logits.size(1);
     std::vector<RequestGroup*> touched;  // groups with a sampling row this step, in row order
     std::vector<SampleRow> sample_rows_of_step;
@@ -288,34 +353,44 @@ void Engine::step() {
         TACO_CHECK(found != samples_.end());
         RequestGroup& group = *found->second.first;
         const size_t index = found->second.second;
-        for (int64_t i = 0; i < r.num_prompt_rows; ++i, ++row)
-            group.output().add_prompt_logprobs(r.first_position + i,
-                                               std::span<const float>(host_logits.row<float>(row), size_t(vocab)));
-        if (!r.samples) continue;
-        const int64_t sample_row = row++;
-        if (std::find(touched.begin(), touched.end(), &group) == touched.end()) touched.push_back(&group);
-        // Read now: a request that finishes in this step is gone from the scheduler by emit().
-        if (const Request* parent = scheduler_->find(group.id()))
-            group.set_num_cached_tokens(parent->num_cached_tokens);
-        if (group.params().max_tokens == 0) {
-            finish_after_prompt(group);
-            continue;
-        }
-        // The other samples of an n > 1 request start here, from the same prompt logits.
-        if (group.num_samples() > 1 && !group.forked()) {
-            fork_samples(group);
-            for (size_t i = 1; i < group.samples().size(); ++i)
-                sample_rows_of_step.push_back({&group, &group.sample(i), sample_row});
-        }
-        sample_rows_of_step.push_back({&group, &group.sample(index), sample_row});
+        const int64_t first_prompt_row = row;
+        row += r.num_prompt_rows;
+        const int64_t sample_row = r.samples ? row++ : -1;
+        guarded(group, [&] {
+            for (int64_t i = 0; i < r.num_prompt_rows; ++i)
+                group.output().add_prompt_logprobs(
+                    r.first_position + i,
+                    std::span<const float>(host_logits.row<float>(first_prompt_row + i), size_t(vocab)));
+            if (!r.samples) return;
+            if (std::find(touched.begin(), touched.end(), &group) == touched.end()) touched.push_back(&group);
+            // Read now: a request that finishes in this step is gone from the scheduler by emit().
+            if (const Request* parent = scheduler_->find(group.id()))
+                group.set_num_cached_tokens(parent->num_cached_tokens);
+            if (group.params().max_tokens == 0) {
+                finish_after_prompt(group);
+                return;
+            }
+            // The other samples of an n > 1 request start here, from the same prompt logits.
+            if (group.num_samples() > 1 && !group.forked()) {
+                fork_samples(group);
+                for (size_t i = 1; i < group.samples().size(); ++i)
+                    sample_rows_of_step.push_back({&group, &group.sample(i), sample_row});
+            }
+            sample_rows_of_step.push_back({&group, &group.sample(index), sample_row});
+        });
     }
     TACO_CHECK_EQ(row, logits.size(0));
+    std::erase_if(sample_rows_of_step, [&](const SampleRow& r) { return step_failures_.count(r.group) > 0; });
     const std::vector<SampledToken> sampled = sample_rows(logits, sample_rows_of_step);
-    for (size_t i = 0; i < sampled.size(); ++i)
-        process_token(*sample_rows_of_step[i].group, *sample_rows_of_step[i].sample, sampled[i]);
+    for (size_t i = 0; i < sampled.size(); ++i) {
+        const SampleRow& r = sample_rows_of_step[i];
+        guarded(*r.group, [&] { process_token(*r.group, *r.sample, sampled[i]); });
+    }
     // Counters first, so a reader woken by its final output sees the step that produced it.
     update_stats(/*count_step=*/true);
-    for (RequestGroup* group : touched) emit(*group);
+    for (RequestGroup* group : touched) guarded(*group, [&] { emit(*group); });
+    for (auto& [group, message] : step_failures_) fail_group(*group, "internal error: " + message);
+    step_failures_.clear();
 }
 
 int64_t Engine::num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const {
@@ -384,14 +459,25 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
     if (!masked.empty()) {
         const size_t words = size_t(rows[masked[0]].sample->matcher->grammar().vocab().num_mask_words());
         token_masks_.assign(masked.size() * words, 0u);
+        // On pool threads, where nothing may throw: a mask that fails fails its group (its row is drawn unmasked
+        // and dropped).
+        std::vector<std::optional<std::string>> failures(masked.size());
         ThreadPool::global().parallel_for(int64_t(masked.size()), 1, [&](int64_t begin, int64_t end) {
             for (int64_t m = begin; m < end; ++m) {
+                const SampleRow& row = rows[masked[size_t(m)]];
                 const std::span<uint32_t> mask(token_masks_.data() + size_t(m) * words, words);
-                rows[masked[size_t(m)]].sample->matcher->fill_next_token_bitmask(mask);
+                failures[size_t(m)] = request_failure([&] {
+                    fault_point(FaultPoint::kMask, row.group->id());
+                    row.sample->matcher->fill_next_token_bitmask(mask);
+                });
             }
         });
-        for (size_t m = 0; m < masked.size(); ++m)
-            draws[masked[m]].allowed_tokens = std::span<const uint32_t>(token_masks_.data() + m * words, words);
+        for (size_t m = 0; m < masked.size(); ++m) {
+            if (failures[m])
+                step_failures_.emplace(rows[masked[m]].group, *failures[m]);
+            else
+                draws[masked[m]].allowed_tokens = std::span<const uint32_t>(token_masks_.data() + m * words, words);
+        }
         // The device sampler takes no mask: a step with one samples on the host, which draws the same tokens from
         // the same logits (exec/device_batch_sampler.h).
         if (logits.device != Device::kCpu) sample_logits = runner_->host_logits();
@@ -426,6 +512,7 @@ void Engine::fork_samples(RequestGroup& group) {
 }
 
 void Engine::process_token(RequestGroup& group, SampleState& sample, const SampledToken& sampled) {
+    fault_point(FaultPoint::kToken, group.id());
     Request& r = *scheduler_->find(sample.request_id);
     r.token_ids.push_back(sampled.token);
     {

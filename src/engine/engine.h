@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +78,13 @@ public:
     Result<std::shared_ptr<const structured::CompiledGrammar>> compile_structured(
         const structured::StructuredOutputSpec& spec) const;
 
+    // Where the step thread calls a fault hook: in one request's work (its grammar mask, its sampled token) or
+    // before the forward pass of a step, which no single request owns (the group id is 0 there).
+    enum class FaultPoint { kMask, kToken, kForward };
+    using FaultHook = std::function<void(FaultPoint point, RequestId group_id)>;
+    // Tests: the hook runs at each fault point and may throw, as a failing allocation or a broken invariant would.
+    void set_fault_hook_for_testing(FaultHook hook);
+
 private:
     // One row of a step's logits that a sample draws its next token from.
     struct SampleRow {
@@ -103,6 +111,10 @@ private:
     void finish_after_prompt(RequestGroup& group);
     // Pushes what the group's stream gets now; forgets the group once it is done.
     void emit(RequestGroup& group);
+    // A failure of the group's own work: its samples end, their KV is freed, its stream gets `message` as an error
+    // (HTTP 500) and the group is forgotten. Other requests go on.
+    void fail_group(RequestGroup& group, const std::string& message);
+    void fault_point(FaultPoint point, RequestId group_id) const;
     void update_stats(bool count_step);
 
     EngineConfig config_;
@@ -117,6 +129,9 @@ private:
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
     LogitsSampler sampler_;              // BatchSampler or DeviceBatchSampler, by where the logits are
     std::vector<uint32_t> token_masks_;  // [masked draws of a step, vocab/32] the grammar bitmasks of sample_rows
+    // The groups whose own work threw in the current step, with the message: failed once the step is done.
+    std::unordered_map<RequestGroup*, std::string> step_failures_;
+    FaultHook fault_hook_;  // the step's copy of fault_hook_shared_
 
     // Structured output: the vocabulary's token bytes (built at the first request that needs them) and the
     // compiled grammars.
@@ -130,6 +145,7 @@ private:
     std::vector<RequestId> aborts_;
     bool stopping_ = false;
     EngineStats stats_;
+    FaultHook fault_hook_shared_;
     std::atomic<RequestId> next_id_{1};
     uint64_t next_arrival_ = 0;
     std::thread thread_;

@@ -9,27 +9,29 @@ namespace taco::structured {
 
 int32_t GrammarBuilder::new_state() {
     if (int64_t(grammar_.states.size()) >= kMaxStates) too_large_ = true;
+    if (too_large_) return 0;  // the grammar is refused by finish(); what is built from here on is never read
     grammar_.states.emplace_back();
     return int32_t(grammar_.states.size() - 1);
 }
 
 int32_t GrammarBuilder::add_rule(std::string name) {
-    TACO_CHECK_MSG(!find_rule(name), "rule '{}' declared twice", name);
+    const auto [it, inserted] = rule_ids_.try_emplace(name, int32_t(grammar_.rules.size()));
+    TACO_CHECK_MSG(inserted, "rule '{}' declared twice", name);
     grammar_.rules.push_back({std::move(name), -1});
-    return int32_t(grammar_.rules.size() - 1);
+    return it->second;
 }
 
 std::optional<int32_t> GrammarBuilder::find_rule(std::string_view name) const {
-    for (size_t i = 0; i < grammar_.rules.size(); ++i)
-        if (grammar_.rules[i].name == name) return int32_t(i);
-    return std::nullopt;
+    const auto it = rule_ids_.find(std::string(name));
+    if (it == rule_ids_.end()) return std::nullopt;
+    return it->second;
 }
 
 void GrammarBuilder::set_body(int32_t rule, Fragment body) {
     GrammarRule& r = grammar_.rules[size_t(rule)];
     TACO_CHECK_MSG(r.start < 0, "rule '{}' has a body already", r.name);
     r.start = body.start;
-    grammar_.states[size_t(body.end)].accepting = true;
+    if (!too_large_) grammar_.states[size_t(body.end)].accepting = true;
 }
 
 Fragment GrammarBuilder::empty() {
@@ -39,7 +41,7 @@ Fragment GrammarBuilder::empty() {
 
 Fragment GrammarBuilder::bytes(const ByteSet& set) {
     const int32_t s = new_state(), e = new_state();
-    if (!set.empty()) grammar_.states[size_t(s)].byte_edges.push_back({set, e});
+    if (!set.empty() && !too_large_) grammar_.states[size_t(s)].byte_edges.push_back({set, e});
     return {s, e};
 }
 
@@ -57,7 +59,7 @@ Fragment GrammarBuilder::text_without(std::string_view tag, const std::function<
     std::vector<int32_t> states(k);
     for (int32_t& s : states) s = new_state();
     const int32_t end = new_state();
-    for (size_t i = 0; i < k; ++i) {
+    for (size_t i = 0; i < k && !too_large_; ++i) {
         std::vector<ByteSet> to(k);
         for (int b = 0; b < 128; ++b) {
             size_t j = i;
@@ -75,15 +77,21 @@ Fragment GrammarBuilder::text_without(std::string_view tag, const std::function<
     return {states[0], end};
 }
 
+// One state per byte and one more (not two per byte joined by epsilon edges): an object's keys are most of its states.
 Fragment GrammarBuilder::literal(std::string_view text) {
-    Fragment f = empty();
-    for (char c : text) f = seq(f, bytes(ByteSet::of(uint8_t(c))));
-    return f;
+    const int32_t start = new_state();
+    int32_t at = start;
+    for (char c : text) {
+        const int32_t next = new_state();
+        if (!too_large_) grammar_.states[size_t(at)].byte_edges.push_back({ByteSet::of(uint8_t(c)), next});
+        at = next;
+    }
+    return {start, at};
 }
 
 Fragment GrammarBuilder::call(int32_t rule) {
     const int32_t s = new_state(), e = new_state();
-    grammar_.states[size_t(s)].call_edges.push_back({rule, e});
+    if (!too_large_) grammar_.states[size_t(s)].call_edges.push_back({rule, e});
     return {s, e};
 }
 
@@ -170,68 +178,60 @@ Result<Fragment> GrammarBuilder::repeat(Fragment f, int64_t min, std::optional<i
 
 namespace {
 
-// Rules that match the empty string (only calls of such rules between start and an accepting state).
-std::vector<bool> nullable_rules(const Grammar& g) {
-    std::vector<bool> nullable(g.rules.size(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < g.rules.size(); ++r) {
-            if (nullable[r]) continue;
-            std::vector<int32_t> todo = {g.rules[r].start};
-            std::vector<bool> seen(g.states.size(), false);
-            seen[size_t(todo[0])] = true;
-            while (!todo.empty() && !nullable[r]) {
-                const GrammarState& s = g.states[size_t(todo.back())];
-                todo.pop_back();
-                if (s.accepting) nullable[r] = changed = true;
-                for (const CallEdge& e : s.call_edges)
-                    if (nullable[size_t(e.rule)] && !seen[size_t(e.target)]) {
-                        seen[size_t(e.target)] = true;
-                        todo.push_back(e.target);
-                    }
+// The rules that can reach one of their accepting states from their start, passing a call edge only once its rule is
+// known to: with `follow_bytes` the rules that match some string (a call counts once its rule can), without it the
+// rules that match the empty string. An incremental least fixed point: a walk blocked at a call resumes there when
+// the called rule is found, so each state is visited once (chains of thousands of rules, as a long object's members,
+// cost their size rather than its square). Relies on every state belonging to one rule.
+std::vector<bool> rules_reaching_accept(const Grammar& g, bool follow_bytes) {
+    std::vector<bool> found(g.rules.size(), false), seen(g.states.size(), false);
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> waiting(g.rules.size());  // callee -> (caller, return state)
+    std::vector<int32_t> newly_found, todo;
+    auto walk = [&](int32_t rule, int32_t from) {
+        if (seen[size_t(from)]) return;
+        seen[size_t(from)] = true;
+        todo.assign(1, from);
+        while (!todo.empty()) {
+            const GrammarState& s = g.states[size_t(todo.back())];
+            todo.pop_back();
+            if (s.accepting && !found[size_t(rule)]) {
+                found[size_t(rule)] = true;
+                newly_found.push_back(rule);
             }
-        }
-    }
-    return nullable;
-}
-
-// Rules that can match some string at all (a call counts once its rule can).
-std::vector<bool> productive_rules(const Grammar& g) {
-    std::vector<bool> productive(g.rules.size(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < g.rules.size(); ++r) {
-            if (productive[r]) continue;
-            std::vector<int32_t> todo = {g.rules[r].start};
-            std::vector<bool> seen(g.states.size(), false);
-            seen[size_t(todo[0])] = true;
-            while (!todo.empty() && !productive[r]) {
-                const GrammarState& s = g.states[size_t(todo.back())];
-                todo.pop_back();
-                if (s.accepting) productive[r] = changed = true;
-                auto go = [&](int32_t t) {
-                    if (!seen[size_t(t)]) {
-                        seen[size_t(t)] = true;
-                        todo.push_back(t);
-                    }
-                };
+            auto go = [&](int32_t t) {
+                if (!seen[size_t(t)]) {
+                    seen[size_t(t)] = true;
+                    todo.push_back(t);
+                }
+            };
+            if (follow_bytes)
                 for (const ByteEdge& e : s.byte_edges) go(e.target);
-                for (const CallEdge& e : s.call_edges)
-                    if (productive[size_t(e.rule)]) go(e.target);
+            for (const CallEdge& e : s.call_edges) {
+                if (found[size_t(e.rule)])
+                    go(e.target);
+                else
+                    waiting[size_t(e.rule)].push_back({rule, e.target});
             }
         }
+    };
+    for (size_t r = 0; r < g.rules.size(); ++r) walk(int32_t(r), g.rules[r].start);
+    while (!newly_found.empty()) {
+        const int32_t callee = newly_found.back();
+        newly_found.pop_back();
+        const std::vector<std::pair<int32_t, int32_t>> resume = std::move(waiting[size_t(callee)]);
+        for (const auto& [caller, state] : resume) walk(caller, state);
     }
-    return productive;
+    return found;
 }
 
 // A rule that can call itself before matching a byte would make the matcher's closure infinite.
 Status check_left_recursion(const Grammar& g) {
-    const std::vector<bool> nullable = nullable_rules(g);
-    // left_calls[r]: rules r may enter before consuming any byte.
+    const std::vector<bool> nullable = rules_reaching_accept(g, false);
+    // left_calls[r]: rules r may enter before consuming any byte (states belong to one rule, so one `seen` serves).
     std::vector<std::vector<int32_t>> left_calls(g.rules.size());
+    std::vector<bool> seen(g.states.size(), false);
     for (size_t r = 0; r < g.rules.size(); ++r) {
         std::vector<int32_t> todo = {g.rules[r].start};
-        std::vector<bool> seen(g.states.size(), false);
         seen[size_t(todo[0])] = true;
         while (!todo.empty()) {
             const GrammarState& s = g.states[size_t(todo.back())];
@@ -245,25 +245,33 @@ Status check_left_recursion(const Grammar& g) {
             }
         }
     }
-    // Depth-first search for a cycle: 0 unvisited, 1 on the path, 2 done.
+    // Depth-first search for a cycle, with an explicit stack (left-call chains may be thousands of rules long):
+    // 0 unvisited, 1 on the path, 2 done.
     std::vector<int> mark(g.rules.size(), 0);
-    std::optional<int32_t> cyclic;
-    std::function<void(int32_t)> visit = [&](int32_t r) {
-        mark[size_t(r)] = 1;
-        for (int32_t next : left_calls[size_t(r)]) {
-            if (cyclic) return;
-            if (mark[size_t(next)] == 1) cyclic = next;
-            if (mark[size_t(next)] == 0) visit(next);
+    std::vector<std::pair<int32_t, size_t>> path;  // (rule, index of its next left call)
+    for (size_t root = 0; root < g.rules.size(); ++root) {
+        if (mark[root] != 0) continue;
+        mark[root] = 1;
+        path.assign(1, {int32_t(root), 0});
+        while (!path.empty()) {
+            auto& [r, next] = path.back();
+            if (next == left_calls[size_t(r)].size()) {
+                mark[size_t(r)] = 2;
+                path.pop_back();
+                continue;
+            }
+            const int32_t callee = left_calls[size_t(r)][next++];
+            if (mark[size_t(callee)] == 1)
+                return error(
+                    "grammar rule '{}' is left-recursive (it can reach itself before matching anything); "
+                    "rewrite it with repetition, e.g. list ::= item (\",\" item)*",
+                    g.rules[size_t(callee)].name);
+            if (mark[size_t(callee)] == 0) {
+                mark[size_t(callee)] = 1;
+                path.push_back({callee, 0});
+            }
         }
-        mark[size_t(r)] = 2;
-    };
-    for (size_t r = 0; r < g.rules.size() && !cyclic; ++r)
-        if (mark[r] == 0) visit(int32_t(r));
-    if (cyclic)
-        return error(
-            "grammar rule '{}' is left-recursive (it can reach itself before matching anything); "
-            "rewrite it with repetition, e.g. list ::= item (\",\" item)*",
-            g.rules[size_t(*cyclic)].name);
+    }
     return Status::ok();
 }
 
@@ -277,13 +285,13 @@ Result<Grammar> GrammarBuilder::finish(int32_t root) {
     std::vector<bool> used(g.rules.size(), false);
     std::vector<int32_t> todo_rules = {root};
     used[size_t(root)] = true;
+    std::vector<bool> seen(g.states.size(), false);  // states belong to one rule, so one `seen` serves all
     while (!todo_rules.empty()) {
         const int32_t r = todo_rules.back();
         todo_rules.pop_back();
         if (g.rules[size_t(r)].start < 0)
             return error("grammar rule '{}' is used but not defined", g.rules[size_t(r)].name);
         std::vector<int32_t> todo = {g.rules[size_t(r)].start};
-        std::vector<bool> seen(g.states.size(), false);
         seen[size_t(todo[0])] = true;
         while (!todo.empty()) {
             const GrammarState& s = g.states[size_t(todo.back())];
@@ -306,33 +314,40 @@ Result<Grammar> GrammarBuilder::finish(int32_t root) {
         }
     }
 
-    // Epsilon removal: a state takes the edges and the accepting flag of every state its epsilon edges reach.
+    // Epsilon removal: a state takes the edges and the accepting flag of every state its epsilon edges reach. Edges
+    // to one target merge; the target's slot in `out` is looked up, not searched (an alt of 100k choices).
     std::vector<GrammarState> closed(g.states.size());
-    std::vector<uint32_t> stamp(g.states.size(), 0);
+    std::vector<uint32_t> stamp(g.states.size(), 0), byte_stamp(g.states.size(), 0), call_stamp(g.states.size(), 0);
+    std::vector<uint32_t> byte_slot(g.states.size()), call_slot(g.states.size());
     for (size_t s = 0; s < g.states.size(); ++s) {
+        const uint32_t epoch = uint32_t(s + 1);
         std::vector<int32_t> todo = {int32_t(s)};
-        stamp[s] = uint32_t(s + 1);
+        stamp[s] = epoch;
         GrammarState& out = closed[s];
         while (!todo.empty()) {
             const GrammarState& t = g.states[size_t(todo.back())];
             todo.pop_back();
             out.accepting = out.accepting || t.accepting;
             for (const ByteEdge& e : t.byte_edges) {
-                auto same = std::find_if(out.byte_edges.begin(), out.byte_edges.end(),
-                                         [&](const ByteEdge& o) { return o.target == e.target; });
-                if (same != out.byte_edges.end())
-                    same->bytes |= e.bytes;
-                else
+                const size_t target = size_t(e.target);
+                if (byte_stamp[target] == epoch) {
+                    out.byte_edges[byte_slot[target]].bytes |= e.bytes;
+                } else {
+                    byte_stamp[target] = epoch;
+                    byte_slot[target] = uint32_t(out.byte_edges.size());
                     out.byte_edges.push_back(e);
+                }
             }
-            for (const CallEdge& e : t.call_edges)
-                if (std::find_if(out.call_edges.begin(), out.call_edges.end(), [&](const CallEdge& o) {
-                        return o.rule == e.rule && o.target == e.target;
-                    }) == out.call_edges.end())
-                    out.call_edges.push_back(e);
+            for (const CallEdge& e : t.call_edges) {
+                const size_t target = size_t(e.target);
+                if (call_stamp[target] == epoch && out.call_edges[call_slot[target]].rule == e.rule) continue;
+                call_stamp[target] = epoch;
+                call_slot[target] = uint32_t(out.call_edges.size());
+                out.call_edges.push_back(e);
+            }
             for (int32_t next : t.epsilon_edges)
-                if (stamp[size_t(next)] != uint32_t(s + 1)) {
-                    stamp[size_t(next)] = uint32_t(s + 1);
+                if (stamp[size_t(next)] != epoch) {
+                    stamp[size_t(next)] = epoch;
                     todo.push_back(next);
                 }
         }
@@ -371,7 +386,7 @@ Result<Grammar> GrammarBuilder::finish(int32_t root) {
         }
 
     TACO_RETURN_IF_ERROR(check_left_recursion(g));
-    if (!productive_rules(g)[size_t(root)]) return error("the grammar matches no string at all");
+    if (!rules_reaching_accept(g, true)[size_t(root)]) return error("the grammar matches no string at all");
     return std::move(grammar_);
 }
 

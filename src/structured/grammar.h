@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -58,7 +59,9 @@ struct Fragment {
 
 class GrammarBuilder {
 public:
-    // The largest automaton a grammar may grow to before building fails (a repeat count of millions, say).
+    // The largest automaton a grammar may grow to before building fails (a repeat count of millions, say). Past it
+    // the builder stops growing (new states are one dead state, edges are dropped), so a huge input costs at most
+    // this many states before finish() reports it.
     static constexpr int64_t kMaxStates = 250'000;
 
     // Declares a rule (its body comes later, so rules may call each other in any order); names must be unique.
@@ -89,10 +92,13 @@ public:
 
 private:
     int32_t new_state();
-    void epsilon(int32_t from, int32_t to) { grammar_.states[size_t(from)].epsilon_edges.push_back(to); }
+    void epsilon(int32_t from, int32_t to) {
+        if (!too_large_) grammar_.states[size_t(from)].epsilon_edges.push_back(to);
+    }
     Fragment clone(Fragment f);
 
     Grammar grammar_;
+    std::unordered_map<std::string, int32_t> rule_ids_;  // name -> rule
     bool too_large_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,8 @@ using ojson = nlohmann::ordered_json;
 
 constexpr int kMaxSchemaDepth = 128;      // nesting of schemas inside schemas (recursion through $ref is a call)
 constexpr double kMaxNumberBound = 1e15;  // bounds stay exact in int64 and double
+// An object's optional properties in a row (each is a parse the matcher follows while a key is written).
+constexpr size_t kMaxOptionalPropertiesInARow = 1024;
 
 // The raw JSON text of one string character: anything but '"', '\' and controls, or an escape (no lone surrogate).
 constexpr const char* kJsonChar =
@@ -273,12 +276,32 @@ private:
     }
 
     // A schema as a rule of its own (array items, property values, branches), so that it may be called many times.
+    // A schema with no schema inside (its values are scalars or lists of them: {"type": "integer"}, an enum) is
+    // compiled once however often it occurs (the properties of a large object mostly share a few such types); its
+    // text is the key, which costs its own size only.
     Result<int32_t> schema_rule(const ojson& schema, const std::string& path, int depth) {
+        std::string flat_text;
+        if (is_flat(schema)) {
+            flat_text = schema.dump();
+            if (auto found = flat_rules_.find(flat_text); found != flat_rules_.end()) return found->second;
+        }
         const int32_t rule = b_.add_rule(fmt::format("s{}:{}", next_rule_++, path));
         auto body = schema_fragment(schema, path, depth + 1);
         if (!body) return body.status();
         b_.set_body(rule, *body);
+        if (!flat_text.empty()) flat_rules_.emplace(std::move(flat_text), rule);
         return rule;
+    }
+
+    static bool is_flat(const ojson& schema) {
+        if (!schema.is_object()) return false;
+        for (const auto& [key, value] : schema.items()) {
+            if (value.is_object()) return false;
+            if (value.is_array())
+                for (const ojson& item : value)
+                    if (item.is_structured()) return false;
+        }
+        return true;
     }
 
     Result<int32_t> ref_rule(const std::string& ref, const std::string& path) {
@@ -776,7 +799,12 @@ private:
             if (!value) return value.status();
             return map_fragment(*key, *value);
         }
-        // Members in key order; rest[i]: the members from i on after at least one was written.
+        // Members in key order, optional ones may be left out. Two rules per member keep the grammar linear in the
+        // number of members (listing every possible next member at each position was quadratic: 5,000 optional
+        // properties took gigabytes):
+        //   pick_i ::= key_i ":" value_i next_{i+1} | pick_{i+1}  (the second branch only if member i is optional)
+        //   next_i ::= "," pick_i | ""                             ("" only if members i.. are all optional)
+        //   object ::= "{" (pick_0 | "") "}"                       ("" only if every member is optional)
         struct Member {
             std::string key_text;
             int32_t value_rule;
@@ -789,51 +817,57 @@ private:
             members.push_back({ojson(name).dump(), *rule, required.count(name) > 0});
         }
         const size_t n = members.size();
-        auto member = [&](size_t j) {
-            return spaced({b_.literal(members[j].key_text), b_.literal(":"), b_.call(members[j].value_rule)});
-        };
-        const int id = next_rule_++;
-        std::vector<int32_t> rest(n + 1);
-        for (size_t i = 0; i <= n; ++i) rest[i] = b_.add_rule(fmt::format("o{}_rest{}:{}", id, i, path));
         // all_optional_from[i]: members i.. are all optional.
         std::vector<bool> all_optional_from(n + 1, true);
         for (size_t i = n; i-- > 0;) all_optional_from[i] = all_optional_from[i + 1] && !members[i].required;
-        auto choices_from = [&](size_t i, bool separator) -> Result<Fragment> {
+        // The matcher follows one parse per member that may come next (a run of optional members and the member
+        // after it), at every byte of the keys: a long run would make each step slow and past FramePool::kMaxStacks
+        // the object could not be written at all.
+        size_t run = 0, longest_run = 0;
+        for (const Member& m : members) {
+            run = m.required ? 0 : run + 1;
+            longest_run = std::max(longest_run, run);
+        }
+        if (longest_run > kMaxOptionalPropertiesInARow)
+            return fail(path, fmt::format("the object has {} properties, {} of them optional in a row; at most {} "
+                                          "optional properties in a row are supported (mark some required)",
+                                          n, longest_run, kMaxOptionalPropertiesInARow));
+        const int id = next_rule_++;
+        std::vector<int32_t> pick(n), next(n + 1);
+        for (size_t i = 0; i < n; ++i) pick[i] = b_.add_rule(fmt::format("o{}_pick{}:{}", id, i, path));
+        for (size_t i = 0; i <= n; ++i) next[i] = b_.add_rule(fmt::format("o{}_next{}:{}", id, i, path));
+        for (size_t i = 0; i < n; ++i) {
+            auto member = spaced({b_.literal(members[i].key_text), b_.literal(":"), b_.call(members[i].value_rule)});
+            if (!member) return member.status();
+            std::vector<Fragment> choices = {b_.seq(*member, b_.call(next[i + 1]))};
+            if (!members[i].required && i + 1 < n) choices.push_back(b_.call(pick[i + 1]));
+            b_.set_body(pick[i], b_.alt(choices));
+        }
+        for (size_t i = 0; i <= n; ++i) {
             std::vector<Fragment> choices;
             if (all_optional_from[i]) choices.push_back(b_.empty());
-            for (size_t j = i; j < n; ++j) {
-                auto m = member(j);
-                if (!m) return m.status();
-                Fragment f = *m;
-                if (separator) {
-                    auto s = spaced({b_.literal(","), f});
-                    if (!s) return s.status();
-                    auto w = ws();
-                    if (!w) return w.status();
-                    f = b_.seq(*w, *s);
-                }
-                choices.push_back(b_.seq(f, b_.call(rest[j + 1])));
-                if (members[j].required) break;  // a required member cannot be skipped
+            if (i < n) {
+                auto comma = spaced({b_.literal(","), b_.call(pick[i])});
+                auto w = ws();
+                if (!comma) return comma.status();
+                if (!w) return w.status();
+                choices.push_back(b_.seq(*w, *comma));
             }
-            return b_.alt(choices);
-        };
-        for (size_t i = 0; i <= n; ++i) {
-            auto body = choices_from(i, true);
-            if (!body) return body.status();
-            b_.set_body(rest[i], *body);
+            b_.set_body(next[i], b_.alt(choices));
         }
-        auto first = choices_from(0, false);
-        if (!first) return first.status();
+        Fragment first = b_.call(pick[0]);
+        if (all_optional_from[0]) first = b_.optional(first);
         auto w1 = ws(), w2 = ws();
         if (!w1) return w1.status();
         if (!w2) return w2.status();
-        return b_.seq(b_.seq(b_.seq(b_.literal("{"), *w1), *first), b_.seq(*w2, b_.literal("}")));
+        return b_.seq(b_.seq(b_.seq(b_.literal("{"), *w1), first), b_.seq(*w2, b_.literal("}")));
     }
 
     const ojson& root_;
     JsonSchemaOptions options_;
     GrammarBuilder b_;
     std::map<std::string, int32_t> refs_;
+    std::unordered_map<std::string, int32_t> flat_rules_;  // flat schema text -> its rule (schema_rule)
     int next_rule_ = 0;
 };
 
