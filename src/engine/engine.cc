@@ -226,7 +226,7 @@ void Engine::step_loop() {
             if (scheduler_->has_work()) step();
         });
         if (!failure) continue;
-        log_error("engine step failed: {}; failing the {} requests in flight", *failure, groups_.size());
+        log_warn("engine step failed: {}; failing the {} requests in flight", *failure, groups_.size());
         std::vector<std::shared_ptr<RequestGroup>> in_flight;
         for (auto& [id, group] : groups_) in_flight.push_back(group);
         for (auto& group : in_flight) fail_group(*group, "internal error: " + *failure);
@@ -243,7 +243,7 @@ void Engine::fault_point(FaultPoint point, RequestId group_id) const {
 }
 
 void Engine::fail_group(RequestGroup& group, const std::string& message) {
-    log_error("request {} failed: {}", group.id(), message);
+    log_warn("request {} failed: {}", group.id(), message);
     // groups_ may hold the last reference to `group`.
     const std::shared_ptr<RequestGroup> keep = groups_.count(group.id()) ? groups_[group.id()] : nullptr;
     for (SampleState& s : group.samples())
@@ -264,8 +264,8 @@ void Engine::drain_inbox() {
     }
     for (auto& group : inbox) {
         Status added = Status::ok();
-        if (std::optional<std::string> failure = request_failure(
-                [&] { added = scheduler_->add_request(group->make_request(next_arrival_++)); })) {
+        if (std::optional<std::string> failure =
+                request_failure([&] { added = scheduler_->add_request(group->make_request(next_arrival_++)); })) {
             added = Status::error("internal error: " + *failure);
         }
         if (!added) {

@@ -1,6 +1,7 @@
 // Auth, malformed requests, limits and client disconnects: each gets a clear 4xx/5xx and the server keeps
 // serving the other clients.
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -135,6 +136,23 @@ TEST(ServerErrors, FullServerAnswers503WithRetryAfter) {
     HttpResult r = post(s.port, "/v1/completions", {{"prompt", {1, 2}}});
     expect_error(r, 503, "limit");
     EXPECT_EQ(r.retry_after, "1");
+}
+
+// A request whose own work throws on the engine's step thread gets a 500 (a streamed one an error event); the
+// server and the engine go on serving (engine/engine_faults_test.cc covers the engine's side).
+TEST(ServerErrors, ARequestThatFailsOnTheStepThreadIsA500AndTheServerGoesOn) {
+    TestServer s("tests/data/models/llama");
+    s.engine->set_fault_hook_for_testing([](Engine::FaultPoint point, RequestId) {
+        if (point == Engine::FaultPoint::kToken) throw std::runtime_error("injected failure");
+    });
+    expect_error(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 4}}), 500,
+                 "internal error: injected failure");
+    const HttpResult streamed =
+        post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 4}, {"stream", true}});
+    EXPECT_EQ(streamed.status, 200);
+    EXPECT_NE(streamed.body.find("internal error: injected failure"), std::string::npos) << streamed.body;
+    s.engine->set_fault_hook_for_testing(nullptr);
+    EXPECT_EQ(post(s.port, "/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 4}}).status, 200);
 }
 
 TEST(ServerErrors, ClientDisconnectMidStreamAbortsAndFreesKv) {

@@ -84,7 +84,7 @@ TEST(JsonSchemaGrammar, ObjectsOfManyOptionalPropertiesGrowLinearly) {
     EXPECT_TRUE(matches(*g, R"({"p3": 1, "p500": 2,"p999":3})"));
     EXPECT_TRUE(matches(*g, R"({"p0":0})"));
     EXPECT_FALSE(matches(*g, R"({"p500": 2, "p3": 1})"));  // out of the schema's order
-    EXPECT_FALSE(matches(*g, R"({"p3": 1, "p3": 1})"));     // twice
+    EXPECT_FALSE(matches(*g, R"({"p3": 1, "p3": 1})"));    // twice
     EXPECT_FALSE(matches(*g, R"({, "p3": 1})"));
     EXPECT_FALSE(matches(*g, R"({"p1000": 1})"));
 }
