@@ -1,6 +1,10 @@
 #include "core/allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "core/check.h"
 
@@ -108,6 +112,42 @@ int64_t total_num_allocations() {
     for (MemoryKind kind : {MemoryKind::kPinnedHost, MemoryKind::kDevice})
         if (has_allocator(kind)) n += allocator_for(kind).stats().num_allocations;
     return n;
+}
+
+namespace {
+
+// A number read from the first line of `path` ("max" or an unreadable file: -1).
+int64_t read_bytes_file(const char* path) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text == "max") return -1;
+    try {
+        return std::stoll(text);
+    } catch (const std::exception&) {
+        return -1;
+    }
+}
+
+}  // namespace
+
+int64_t host_available_bytes() {
+    int64_t available = -1;
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+        if (line.rfind("MemAvailable:", 0) != 0) continue;
+        std::istringstream fields(line.substr(13));
+        int64_t kib = 0;
+        if (fields >> kib) available = kib * 1024;
+        break;
+    }
+    // cgroup v2: the limit and what this cgroup already uses.
+    const int64_t limit = read_bytes_file("/sys/fs/cgroup/memory.max");
+    const int64_t used = read_bytes_file("/sys/fs/cgroup/memory.current");
+    if (limit >= 0 && used >= 0) {
+        const int64_t left = std::max<int64_t>(0, limit - used);
+        available = available < 0 ? left : std::min(available, left);
+    }
+    return available;
 }
 
 }  // namespace taco

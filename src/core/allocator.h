@@ -56,4 +56,10 @@ void register_allocator(MemoryKind kind, Allocator* allocator);
 // The sum of num_allocations over every registered allocator.
 int64_t total_num_allocations();
 
+// Host memory this process can still take without being killed: the kernel's MemAvailable, lowered to what the
+// cgroup (a container's memory limit) leaves; -1 when neither can be read. What loading checks before it allocates
+// weights, so that a model too large for the machine is an error naming the sizes rather than an abort or the OOM
+// killer (an allocation past physical memory may succeed, and fail only when its pages are touched).
+int64_t host_available_bytes();
+
 }  // namespace taco

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "core/allocator.h"
 #include "model/alibi.h"
 #include "model/arch_registry.h"
 #include "model/decoder.h"
@@ -46,7 +47,7 @@ Result<std::unique_ptr<Decoder>> Decoder::load(const std::string& dir, const Loa
     // The weights a checkpoint of this config would hold: its saved dtype (bf16 when it names none).
     DType stored = decoder->config_.dtype.value_or(DType::kBF16);
     if (!dtype_is_float(stored)) stored = DType::kBF16;
-    decoder->dummy_ = std::make_unique<DummyWeights>(stored, options.dummy_seed);
+    decoder->dummy_ = std::make_unique<DummyWeights>(stored, options.dummy_seed, host_available_bytes());
     WeightBinder binder(*decoder->dummy_, decoder->spec_);
     TACO_RETURN_IF_ERROR(decoder->bind_weights(binder));
     TACO_RETURN_IF_ERROR(decoder->place_weights(options, stored));

@@ -50,17 +50,25 @@ Status Decoder::place_weights(const LoadOptions& options, DType stored) {
               &w.pre_feedforward_norm, &w.post_feedforward_norm, &w.q_norm, &w.k_norm, &w.q_norm_bias, &w.k_norm_bias})
             vectors.push_back(t);
     }
-    // Served bytes, each matrix once (a tied head is the embedding's view; the placer places it once too).
-    size_t total = 0;
+    // Served bytes, each matrix once (a tied head is the embedding's view; the placer places it once too), and of
+    // those the bytes placing allocates: on a device all, on the CPU the converted matrices only.
+    size_t total = 0, allocated = 0;
+    const bool on_device = options.device != Device::kCpu;
     std::set<const void*> counted;
     for (const TensorView* m : matrices)
-        if (m->data != nullptr && counted.insert(m->data).second)
+        if (m->data != nullptr && counted.insert(m->data).second) {
             total += size_t(m->numel()) * dtype_size_bytes(served);
+            if (on_device || m->dtype != served) allocated += size_t(m->numel()) * dtype_size_bytes(served);
+        }
     for (const DecoderLayerWeights& w : layers_)
-        if (w.moe != nullptr) total += w.moe->matrix_elements() * dtype_size_bytes(served);
+        if (w.moe != nullptr) {
+            total += w.moe->matrix_elements() * dtype_size_bytes(served);
+            if (on_device || stored != served) allocated += w.moe->matrix_elements() * dtype_size_bytes(served);
+        }
 
     TACO_ASSIGN_OR_RETURN(std::unique_ptr<WeightPlacer> placer,
                           WeightPlacer::create(options.device, served, options.progress, total));
+    TACO_RETURN_IF_ERROR(placer->check_room(allocated));
     for (TensorView* m : matrices)
         if (m->data != nullptr) *m = placer->matrix(*m);
     for (Tensor* v : vectors)

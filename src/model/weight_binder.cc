@@ -134,7 +134,7 @@ Result<TensorView> WeightBinder::fetch(const std::string& name, std::initializer
     if (checkpoint_ == nullptr) {
         if (dims.size() == 0) return error("dummy weights: no shape is known for tensor '{}'", name);
         if (!used_.insert(name).second) return error("dummy weights: tensor '{}' asked for twice", name);
-        return dummy_->make(std::span<const int64_t>(dims.begin(), dims.size()));
+        return dummy_->make(name, std::span<const int64_t>(dims.begin(), dims.size()));
     }
     const std::string prefix = spec_.base_model_prefix + ".";
     if (!spec_.base_model_prefix.empty() && !checkpoint_->contains(name) && name.rfind(prefix, 0) == 0 &&
@@ -145,7 +145,18 @@ Result<TensorView> WeightBinder::fetch(const std::string& name, std::initializer
     return t;
 }
 
-TensorView DummyWeights::make(std::span<const int64_t> dims) {
+Result<TensorView> DummyWeights::make(const std::string& name, std::span<const int64_t> dims) {
+    int64_t bytes = int64_t(dtype_size_bytes(dtype_));
+    bool overflow = false;
+    for (int64_t d : dims) overflow = overflow || d < 0 || __builtin_mul_overflow(bytes, d, &bytes);
+    if (overflow) return error("dummy weights: tensor '{}' has more elements than int64 can count", name);
+    if (budget_bytes_ >= 0 && made_bytes_ + bytes > budget_bytes_)
+        return error(
+            "dummy weights: tensor '{}' ({:.2f} GiB in {}) brings the weights to {:.2f} GiB, past the {:.2f} GiB of "
+            "host memory available",
+            name, double(bytes) / double(1 << 30), dtype_name(dtype_), double(made_bytes_ + bytes) / double(1 << 30),
+            double(budget_bytes_) / double(1 << 30));
+    made_bytes_ += bytes;
     Tensor t = Tensor::empty(dims, dtype_, MemoryKind::kHost);
     const int64_t n = t.numel();
     const uint64_t stream = seed_ * 0x9E3779B97F4A7C15ull + tensors_.size() + 1;

@@ -26,13 +26,19 @@ std::string layer_name(const std::string& pattern, int64_t layer);
 // asked for, uniform in [-1e-3, 1e-3] as vLLM's dummy loader; owned here until the decoder has placed them.
 class DummyWeights {
 public:
-    DummyWeights(DType dtype, uint64_t seed) : dtype_(dtype), seed_(seed) {}
-    TensorView make(std::span<const int64_t> dims);
+    // `budget_bytes`: the most they may take in all (the host memory available; -1: unbounded). A tensor past it is
+    // an error naming the sizes, before it is allocated: a config within the limits of core/limits.h may still
+    // describe more weights than the machine holds.
+    DummyWeights(DType dtype, uint64_t seed, int64_t budget_bytes = -1)
+        : dtype_(dtype), seed_(seed), budget_bytes_(budget_bytes) {}
+    Result<TensorView> make(const std::string& name, std::span<const int64_t> dims);
     void release() { tensors_.clear(); }
 
 private:
     DType dtype_;
     uint64_t seed_;
+    int64_t budget_bytes_;
+    int64_t made_bytes_ = 0;
     std::vector<Tensor> tensors_;
 };
 

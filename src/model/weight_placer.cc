@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/allocator.h"
 #include "core/check.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -59,6 +60,21 @@ Result<std::unique_ptr<WeightPlacer>> WeightPlacer::create(Device device, DType 
 #endif
     }
     return placer;
+}
+
+Status WeightPlacer::check_room(size_t bytes) const {
+    int64_t free_bytes = -1;
+    if (device_ == Device::kCpu) {
+        free_bytes = host_available_bytes();
+    } else {
+#ifdef TACO_WITH_CUDA
+        free_bytes = int64_t(cuda::device_memory().free_bytes);
+#endif
+    }
+    if (free_bytes < 0 || int64_t(bytes) <= free_bytes) return Status::ok();
+    return error("the weights take {:.2f} GiB in {} on the {}, and only {:.2f} GiB are free there",
+                 double(bytes) / double(1 << 30), dtype_name(matrix_dtype_), device_ == Device::kCpu ? "host" : "GPU",
+                 double(free_bytes) / double(1 << 30));
 }
 
 WeightPlacer::WeightPlacer(Device device, DType matrix_dtype, bool progress, size_t total_bytes)

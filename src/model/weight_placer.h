@@ -29,6 +29,9 @@ public:
 
     Device device() const { return device_; }
     DType matrix_dtype() const { return matrix_dtype_; }
+    // An error naming the sizes unless `bytes` more fit where the weights go (the GPU's free memory, or the host's
+    // available memory): checked before placing, so a model too large for the machine does not abort half-loaded.
+    Status check_room(size_t bytes) const;
 
     // A contiguous host matrix (any rank) in the served dtype and place; the placer owns the result. The same
     // source view (data, dtype, shape) gives the same result, so tied weights stay one tensor.

@@ -2,12 +2,16 @@
 // deterministically per seed; --dtype converts the matrices (the bf16 model keeps the fp32 one's confident top-1);
 // --dtype's spellings.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "batch_runner.h"
+#include "core/allocator.h"
 #include "golden_models.h"
 #include "model/decoder.h"
+#include "model/weight_placer.h"
 
 namespace taco {
 namespace {
@@ -92,6 +96,35 @@ TEST(LoadOptions, CudaWithoutABuildOrDeviceIsAClearError) {
     ASSERT_FALSE(decoder.is_ok());
     EXPECT_NE(decoder.status().message().find("without CUDA"), std::string::npos) << decoder.status().message();
 #endif
+}
+
+// A config within core/limits.h can still describe more weights than the machine holds (hidden_size 2^24: the embedding
+// alone takes 32 TiB): loading checks the memory available before it allocates, and says so, instead of aborting
+// (bad_alloc) or being killed once the pages are touched.
+TEST(LoadOptions, DummyWeightsPastTheHostMemoryAreAnErrorNamingTheSizes) {
+    if (host_available_bytes() < 0) GTEST_SKIP() << "the host's available memory cannot be read here";
+    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "taco_huge_dummy_config";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 1048576,
+        "hidden_size": 16777216, "intermediate_size": 16777216, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"})";
+    LoadOptions options;
+    options.dummy = true;
+    auto decoder = Decoder::load(dir.string(), options);
+    ASSERT_FALSE(decoder.is_ok());
+    EXPECT_NE(decoder.status().message().find("GiB of host memory available"), std::string::npos)
+        << decoder.status().message();
+}
+
+TEST(LoadOptions, PlacingChecksTheRoomWhereTheWeightsGo) {
+    if (host_available_bytes() < 0) GTEST_SKIP() << "the host's available memory cannot be read here";
+    auto placer = WeightPlacer::create(Device::kCpu, DType::kBF16, false, 0);
+    ASSERT_TRUE(placer.is_ok());
+    EXPECT_TRUE((*placer)->check_room(1 << 20).is_ok());
+    const Status past = (*placer)->check_room(size_t(1) << 60);
+    ASSERT_FALSE(past.is_ok());
+    EXPECT_NE(past.message().find("the weights take 1073741824.00 GiB in BF16 on the host"), std::string::npos)
+        << past.message();
 }
 
 }  // namespace
