@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_chat_template fuzz_tokenizer_json fuzz_config_json fuzz_tensor_files fuzz_http)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_json fuzz_chat_template fuzz_tokenizer_json fuzz_config_json fuzz_tensor_files fuzz_http
+  fuzz_openai_request fuzz_prompts_file)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "${targets[@]}"
 failed=()

@@ -1,4 +1,6 @@
 // Picks the matmul path once per process: the widest ISA the CPU has, or the one TACO_CPU_ISA names.
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -7,6 +9,15 @@
 #include "kernels/cpu/matmul_internal.h"
 
 namespace taco::cpu {
+namespace {
+
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c"; the fuzz and sanitizer builds use it).
+bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
+}  // namespace
 
 CpuIsa choose_matmul_isa(const char* forced) {
     if (forced != nullptr && *forced != '\0') {
@@ -35,8 +46,7 @@ const char* cpu_isa_name(CpuIsa isa) {
 bool cpu_supports(CpuIsa isa) {
     switch (isa) {
         case CpuIsa::kScalar: return true;
-        case CpuIsa::kAvx2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        case CpuIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
         case CpuIsa::kAvx512:
             return cpu_supports(CpuIsa::kAvx2) && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
