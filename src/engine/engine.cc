@@ -69,6 +69,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
+    sc.policy = config.scheduling_policy;
     TACO_RETURN_IF_ERROR(sc.validate());
 
     // The runner sizes both KV tiers (it picks the cache dtype and, on a GPU, measures what the rest takes).
@@ -124,6 +125,15 @@ Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
         TACO_ASSIGN_OR_RETURN(ids, tokenizer_->encode(*input.prompt, /*add_special_tokens=*/true));
     }
     if (ids.empty()) return error("the prompt is empty");
+    const int64_t max_len = scheduler_config_.max_model_len;
+    if (const auto& keep = input.params.truncate_prompt_tokens) {
+        // vLLM: -1 keeps the last max_model_len tokens; more than max_model_len is refused.
+        if (*keep > max_len)
+            return error("truncate_prompt_tokens value ({}) is greater than max_model_len ({}); choose a smaller one",
+                         *keep, max_len);
+        const int64_t num_kept = *keep == -1 ? max_len : *keep;
+        if (num_kept > 0 && int64_t(ids.size()) > num_kept) ids.erase(ids.begin(), ids.end() - num_kept);
+    }
     for (size_t i = 0; i < ids.size(); ++i)
         if (ids[i] < 0 || ids[i] >= model.vocab_size)
             return error("prompt token {} (at index {}) is outside the vocabulary [0, {})", ids[i], i,
@@ -133,7 +143,6 @@ Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
     if (!p.stop.empty() && !tokenizer_) return error("stop strings need a tokenizer, and the model folder has none");
     // Which field is at fault decides the error's first word, which the server turns into the OpenAI `param`:
     // a prompt that leaves no room for one completion token, else max_tokens.
-    const int64_t max_len = scheduler_config_.max_model_len;
     const int64_t prompt_len = int64_t(ids.size());
     if (prompt_len + (p.max_tokens > 0 ? 1 : 0) > max_len)
         return error(
@@ -146,8 +155,19 @@ Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
             "({} in the prompt, {} for the completion)",
             max_len, prompt_len, p.max_tokens, prompt_len, p.max_tokens);
 
-    return std::make_shared<RequestGroup>(next_id_++, std::move(ids), p, tokenizer_.get(),
-                                          model.generation.eos_token_ids, config_.seed);
+    if (input.priority != 0 && config_.scheduling_policy != SchedulingPolicy::kPriority)
+        return error("priority {} needs --scheduling-policy priority (this server schedules first come, first served)",
+                     input.priority);
+    std::vector<std::vector<int32_t>> bad_word_ids;
+    if (!p.bad_words.empty()) {
+        if (!tokenizer_) return error("bad_words need a tokenizer, and the model folder has none");
+        TACO_ASSIGN_OR_RETURN(bad_word_ids, bad_words_token_ids(*tokenizer_, p.bad_words));
+    }
+    auto group = std::make_shared<RequestGroup>(next_id_++, std::move(ids), p, tokenizer_.get(),
+                                                model.generation.eos_token_ids, config_.seed, model.vocab_size);
+    group->set_bad_word_ids(std::move(bad_word_ids));
+    group->set_priority(input.priority);
+    return group;
 }
 
 Result<std::shared_ptr<OutputStream>> Engine::submit(GenerationInput input) {
@@ -327,6 +347,10 @@ void Engine::step() {
         sequences.push_back(seq);
         rows.push_back({r.id, r.num_computed_tokens, seq.num_prompt_logits, s.samples()});
     }
+    const auto now = std::chrono::steady_clock::now();
+    for (const ScheduledRequest& s : out.scheduled)
+        if (auto found = samples_.find(s.request->id); found != samples_.end())
+            found->second.first->mark_scheduled(now);
     // Logits [rows, vocab] on the runner's device. Sampling reads them there (LogitsSampler: on the GPU for device
     // logits, so only tokens and the logprobs asked for come back); prompt logprobs read host rows, copied only in
     // a step that has some (on the CPU host_logits() is the logits themselves).
@@ -387,7 +411,7 @@ void Engine::step() {
         guarded(*r.group, [&] { process_token(*r.group, *r.sample, sampled[i]); });
     }
     // Counters first, so a reader woken by its final output sees the step that produced it.
-    update_stats(/*count_step=*/true);
+    update_stats(/*count_step=*/true, out.num_batched_tokens);
     for (RequestGroup* group : touched) guarded(*group, [&] { emit(*group); });
     for (auto& [group, message] : step_failures_) fail_group(*group, "internal error: " + message);
     step_failures_.clear();
@@ -413,10 +437,16 @@ void Engine::finish_after_prompt(RequestGroup& group) {
     }
 }
 
-void Engine::update_stats(bool count_step) {
+void Engine::update_stats(bool count_step, int64_t num_batched_tokens) {
     KvCacheStats kv = kv_cache_->stats();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (count_step) stats_.num_steps++;
+    if (count_step) {
+        stats_.num_steps++;
+        size_t bucket = 0;
+        while (bucket < kIterationTokenBounds.size() && num_batched_tokens > kIterationTokenBounds[bucket]) ++bucket;
+        stats_.iteration_tokens_buckets[bucket]++;
+        stats_.iteration_tokens_sum += num_batched_tokens;
+    }
     stats_.num_running = scheduler_->num_running();
     stats_.num_waiting = scheduler_->num_waiting();
     stats_.num_preemptions = scheduler_->num_preemptions();
@@ -435,6 +465,7 @@ void Engine::update_stats(bool count_step) {
 std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::span<const SampleRow> rows) {
     std::vector<SamplingRow> draws;
     draws.reserve(rows.size());
+    if (suppressed_scratch_.size() < rows.size()) suppressed_scratch_.resize(rows.size());
     for (const SampleRow& row : rows) {
         const RequestGroup& group = *row.group;
         const SamplingParams& p = group.params();
@@ -446,7 +477,23 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
         draw.draw_index = int64_t(output_ids.size());
         draw.prompt_ids = group.prompt_ids();
         draw.output_ids = output_ids;
-        if (int64_t(output_ids.size()) < p.min_tokens) draw.suppressed_ids = group.min_tokens_suppressed_ids();
+        // Suppressed ids: min_tokens' (stop ids and EOS), allowed_token_ids' complement, bad words' bans. One
+        // list is used as it is; several are joined in this step's scratch.
+        const bool min_tokens = int64_t(output_ids.size()) < p.min_tokens;
+        if (!min_tokens && !group.has_bad_words()) {
+            draw.suppressed_ids = group.disallowed_ids();
+        } else if (min_tokens && !group.has_bad_words() && group.disallowed_ids().empty()) {
+            draw.suppressed_ids = group.min_tokens_suppressed_ids();
+        } else {
+            std::vector<int32_t>& joined = suppressed_scratch_[draws.size() - 1];
+            joined.clear();
+            if (min_tokens)
+                joined.insert(joined.end(), group.min_tokens_suppressed_ids().begin(),
+                              group.min_tokens_suppressed_ids().end());
+            joined.insert(joined.end(), group.disallowed_ids().begin(), group.disallowed_ids().end());
+            group.bad_word_bans(output_ids, joined);
+            draw.suppressed_ids = joined;
+        }
         // Streamed samples need no logprob unless asked for (params.logprobs); best_of ranks by it.
         draw.sampled_logprob = !group.streams_deltas();
     }
@@ -569,6 +616,18 @@ void Engine::finish_sample(RequestGroup& group, SampleState& sample, RequestStat
     samples_.erase(sample.request_id);
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.num_requests_finished++;
+}
+
+CacheInfo Engine::cache_info() const {
+    const KvSizing& sizing = runner_->kv_sizing();
+    CacheInfo info;
+    info.block_size = config_.block_size;
+    info.num_device_blocks = sizing.num_device_blocks;
+    info.num_host_blocks = sizing.num_host_blocks;
+    info.cache_dtype = std::string(dtype_name(runner_->kv_dtype()));
+    info.enable_prefix_caching = config_.enable_prefix_caching;
+    info.gpu_memory_utilization = config_.gpu_memory_utilization.value_or(0.9);
+    return info;
 }
 
 void Engine::emit(RequestGroup& group) {

@@ -5,6 +5,7 @@
 // OutputProcessor (output_processor.h), the KV block counts come from size_kv_cache (exec/kv_sizing.h).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -36,7 +37,14 @@ struct GenerationInput {
     std::optional<std::string> prompt;  // tokenized with the model's tokenizer (special tokens added)
     std::vector<int32_t> prompt_ids;    // used when prompt is absent
     SamplingParams params;
+    // vLLM's request priority: lower runs first under --scheduling-policy priority; anything but 0 is an error
+    // under fcfs (as vLLM).
+    int64_t priority = 0;
 };
+
+// Bucket bounds of vllm:iteration_tokens_total (tokens computed per engine step), as vLLM's.
+inline constexpr std::array<int64_t, 13> kIterationTokenBounds = {1,   8,    16,   32,   64,   128,  256,
+                                                                  512, 1024, 2048, 4096, 8192, 16384};
 
 // Counters the server exports under vLLM's metric names (server/metrics.cc: vllm:num_requests_running, ...).
 struct EngineStats {
@@ -51,6 +59,20 @@ struct EngineStats {
     int64_t num_preemptions = 0;
     int64_t num_steps = 0;
     int64_t num_requests_finished = 0;
+    // Steps by tokens computed: [i] counts steps of at most kIterationTokenBounds[i] tokens (and above the one
+    // before), the last counts the rest; not cumulative.
+    std::array<int64_t, kIterationTokenBounds.size() + 1> iteration_tokens_buckets{};
+    int64_t iteration_tokens_sum = 0;
+};
+
+// The KV cache's configuration, for vllm:cache_config_info.
+struct CacheInfo {
+    int64_t block_size = 0;
+    int64_t num_device_blocks = 0;
+    int64_t num_host_blocks = 0;
+    std::string cache_dtype;
+    bool enable_prefix_caching = false;
+    double gpu_memory_utilization = 0;
 };
 
 class Engine {
@@ -69,9 +91,11 @@ public:
     std::vector<Result<RequestOutput>> generate(std::vector<GenerationInput> inputs);
 
     EngineStats stats() const;
+    CacheInfo cache_info() const;
     const ModelConfig& model_config() const { return runner_->config(); }
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     int64_t max_model_len() const { return scheduler_config_.max_model_len; }
+    SchedulingPolicy scheduling_policy() const { return config_.scheduling_policy; }
 
     // Structured output: the grammar of `spec` compiled against this model's vocabulary (cached by spec), for
     // SamplingParams::grammar. Errors say what is wrong with the schema, regex or grammar. Thread-safe.
@@ -115,7 +139,8 @@ private:
     // (HTTP 500) and the group is forgotten. Other requests go on.
     void fail_group(RequestGroup& group, const std::string& message);
     void fault_point(FaultPoint point, RequestId group_id) const;
-    void update_stats(bool count_step);
+    // count_step: a step ran, computing num_batched_tokens tokens.
+    void update_stats(bool count_step, int64_t num_batched_tokens = 0);
 
     EngineConfig config_;
     SchedulerConfig scheduler_config_;
@@ -127,7 +152,8 @@ private:
     // Owned by the step thread.
     std::unordered_map<RequestId, std::shared_ptr<RequestGroup>> groups_;      // by group id (= stream id)
     std::unordered_map<RequestId, std::pair<RequestGroup*, size_t>> samples_;  // request id -> (group, sample)
-    LogitsSampler sampler_;              // BatchSampler or DeviceBatchSampler, by where the logits are
+    LogitsSampler sampler_;  // BatchSampler or DeviceBatchSampler, by where the logits are
+    std::vector<std::vector<int32_t>> suppressed_scratch_;  // [draws of a step] joined suppressed ids of sample_rows
     std::vector<uint32_t> token_masks_;  // [masked draws of a step, vocab/32] the grammar bitmasks of sample_rows
     // The groups whose own work threw in the current step, with the message: failed once the step is done.
     std::unordered_map<RequestGroup*, std::string> step_failures_;

@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "engine/model_loading.h"
+#include "sched/scheduler.h"
 
 namespace taco {
 
@@ -26,6 +27,7 @@ struct EngineConfig {
     int64_t max_num_seqs = 256;
     bool enable_chunked_prefill = true;
     bool enable_prefix_caching = true;
+    SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;  // --scheduling-policy fcfs|priority
     int64_t block_size = 16;
     // KV memory (exec/kv_sizing.h has the rules). Device tier: num_device_blocks > 0, else kv_cache_gb > 0, else
     // gpu_memory_utilization of the GPU (CUDA; default 0.9) or 4 GiB (CPU). On the CPU an explicit --device cpu with

@@ -66,7 +66,7 @@ std::optional<FinishReason> OutputProcessor::append_token(int64_t index, int32_t
         out.stop_reason = s.stop_checker->stop_strings()[size_t(step.stop_index)];
     } else if (is_stop_token || is_eos || grammar_complete) {
         reason = FinishReason::kStop;
-        if (is_stop_token && !is_eos) out.stop_reason = std::to_string(token);
+        if (is_stop_token && !is_eos) out.stop_token_id = token;
     } else if (int64_t(s.output_ids.size()) >= p.max_tokens || at_max_model_len) {
         reason = FinishReason::kLength;
     }
@@ -100,6 +100,7 @@ void OutputProcessor::record(SampleOutput delta) {
     if (delta.finish_reason) {
         whole.finish_reason = delta.finish_reason;
         whole.stop_reason = delta.stop_reason;
+        whole.stop_token_id = delta.stop_token_id;
     }
     pending_.push_back(std::move(delta));
 }

@@ -53,6 +53,7 @@ RequestOutput OutputStream::wait_final() {
             if (delta.finish_reason) {
                 s.finish_reason = delta.finish_reason;
                 s.stop_reason = delta.stop_reason;
+                s.stop_token_id = delta.stop_token_id;
             }
         }
     }

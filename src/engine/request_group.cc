@@ -17,8 +17,37 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+Result<std::vector<std::vector<int32_t>>> bad_words_token_ids(const Tokenizer& tokenizer,
+                                                              const std::vector<std::string>& words) {
+    std::vector<std::vector<int32_t>> out;
+    for (const std::string& word : words) {
+        const size_t start = word.find_first_not_of(" \t\n\r\f\v");
+        const std::string stripped = start == std::string::npos ? "" : word.substr(start);
+        TACO_ASSIGN_OR_RETURN(std::vector<int32_t> plain, tokenizer.encode(stripped, false));
+        TACO_ASSIGN_OR_RETURN(std::vector<int32_t> spaced, tokenizer.encode(" " + stripped, false));
+        if (plain.empty()) continue;
+        if (!spaced.empty() && spaced[0] != plain[0] && spaced.size() == plain.size()) {
+            out.push_back(std::move(plain));
+            out.push_back(std::move(spaced));
+        } else {
+            out.push_back(std::move(plain));
+        }
+    }
+    return out;
+}
+
+void RequestGroup::bad_word_bans(std::span<const int32_t> output_ids, std::vector<int32_t>& out) const {
+    for (const std::vector<int32_t>& word : bad_word_ids_) {
+        const size_t prefix = word.size() - 1;
+        if (prefix > output_ids.size()) continue;
+        if (std::equal(word.begin(), word.begin() + std::ptrdiff_t(prefix), output_ids.end() - std::ptrdiff_t(prefix)))
+            out.push_back(word.back());
+    }
+}
+
 RequestGroup::RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
-                           const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed)
+                           const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed,
+                           int64_t vocab_size)
     : id_(id),
       params_(params),
       num_samples_(params.best_of.value_or(params.n)),
@@ -30,6 +59,13 @@ RequestGroup::RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const 
     if (!params.ignore_eos)
         min_tokens_suppressed_ids_.insert(min_tokens_suppressed_ids_.end(), eos_token_ids.begin(), eos_token_ids.end());
     grammar_end_ids_ = min_tokens_suppressed_ids_;
+    if (!params.allowed_token_ids.empty()) {
+        std::vector<uint8_t> allowed(size_t(std::max<int64_t>(vocab_size, 0)), 0);
+        for (int32_t id : params.allowed_token_ids)
+            if (id >= 0 && size_t(id) < allowed.size()) allowed[size_t(id)] = 1;
+        for (size_t id = 0; id < allowed.size(); ++id)
+            if (!allowed[id]) disallowed_ids_.push_back(int32_t(id));
+    }
     samples_.reserve(size_t(num_samples_));
 }
 
@@ -37,6 +73,7 @@ std::unique_ptr<Request> RequestGroup::make_request(uint64_t arrival_order) cons
     auto request = std::make_unique<Request>();
     request->id = id_;
     request->arrival_order = arrival_order;
+    request->priority = priority_;
     request->token_ids = prompt_ids();
     request->num_prompt_tokens = int64_t(prompt_ids().size());
     request->max_total_tokens = request->num_prompt_tokens + params_.max_tokens;
@@ -96,12 +133,19 @@ void RequestGroup::mark_finished(SampleState& sample) {
 }
 
 std::optional<RequestOutput> RequestGroup::take_output() {
-    if (streams_deltas()) return output_.take_delta(done(), num_cached_tokens_);
-    if (!done()) {
+    std::optional<RequestOutput> out;
+    if (streams_deltas()) {
+        out = output_.take_delta(done(), num_cached_tokens_);
+    } else if (!done()) {
         output_.drop_pending();
-        return std::nullopt;
+    } else {
+        out = output_.final_output(best_samples(), num_cached_tokens_);
     }
-    return output_.final_output(best_samples(), num_cached_tokens_);
+    if (out) {
+        out->queued_at = queued_at_;
+        out->first_scheduled_at = first_scheduled_at_;
+    }
+    return out;
 }
 
 std::vector<SampleOutput> RequestGroup::best_samples() const {

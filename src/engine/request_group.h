@@ -12,10 +12,12 @@
 // building outputs) is the group's OutputProcessor.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@
 #include "exec/sampling_params.h"
 #include "sched/request.h"
 #include "structured/grammar_matcher.h"
+#include "tokenizer/tokenizer.h"
 
 namespace taco {
 
@@ -41,11 +44,19 @@ struct SampleState {
     std::string grammar_tail;
 };
 
+// vLLM's bad_words as token-id sequences (SamplingParams::update_from_tokenizer): each word without its leading
+// spaces, and once more after one space when that gives a different first token and as many tokens (the word in
+// the middle of a text). Words that tokenize to nothing are left out.
+Result<std::vector<std::vector<int32_t>>> bad_words_token_ids(const Tokenizer& tokenizer,
+                                                              const std::vector<std::string>& words);
+
 class RequestGroup {
 public:
     // `tokenizer` (null: token ids only) must outlive the group; `engine_seed` seeds samples without a seed.
+    // `vocab_size`: the model's, for the complement of params.allowed_token_ids.
     RequestGroup(RequestId id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
-                 const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed);
+                 const Tokenizer* tokenizer, std::vector<int32_t> eos_token_ids, uint64_t engine_seed,
+                 int64_t vocab_size = 0);
     RequestGroup(const RequestGroup&) = delete;
     RequestGroup& operator=(const RequestGroup&) = delete;
 
@@ -64,6 +75,20 @@ public:
     // The ids a sample may not draw while it has fewer than min_tokens tokens: the stop token ids, and EOS
     // unless ignore_eos.
     const std::vector<int32_t>& min_tokens_suppressed_ids() const { return min_tokens_suppressed_ids_; }
+    // params.allowed_token_ids' complement in [0, vocab): suppressed at every draw (empty without the field).
+    const std::vector<int32_t>& disallowed_ids() const { return disallowed_ids_; }
+    // The bad_words sequences (bad_words_token_ids) as token ids; set once, before the group runs.
+    void set_bad_word_ids(std::vector<std::vector<int32_t>> ids) { bad_word_ids_ = std::move(ids); }
+    bool has_bad_words() const { return !bad_word_ids_.empty(); }
+    // The step that first schedules the group (its queue time ends there); later calls change nothing.
+    void mark_scheduled(std::chrono::steady_clock::time_point now) {
+        if (!first_scheduled_at_) first_scheduled_at_ = now;
+    }
+    // GenerationInput::priority, given to every sample's request.
+    void set_priority(int64_t priority) { priority_ = priority; }
+    // Appends to `out` the tokens a sample whose output is `output_ids` may not draw next: the last token of each
+    // bad-word sequence whose other tokens end the output (vLLM's apply_bad_words; one-token words always).
+    void bad_word_bans(std::span<const int32_t> output_ids, std::vector<int32_t>& out) const;
 
     // Sample 0's request for the scheduler (the prompt, under the group's id).
     std::unique_ptr<Request> make_request(uint64_t arrival_order) const;
@@ -95,6 +120,11 @@ private:
     int64_t num_samples_;
     uint64_t engine_seed_;
     std::vector<int32_t> min_tokens_suppressed_ids_;
+    std::vector<int32_t> disallowed_ids_;
+    std::vector<std::vector<int32_t>> bad_word_ids_;
+    int64_t priority_ = 0;
+    std::chrono::steady_clock::time_point queued_at_ = std::chrono::steady_clock::now();
+    std::optional<std::chrono::steady_clock::time_point> first_scheduled_at_;
     std::vector<int32_t>
         grammar_end_ids_;  // the tokens that end a grammar's match: stop token ids, EOS unless ignore_eos
     std::shared_ptr<OutputStream> stream_;

@@ -1,6 +1,7 @@
 // What the engine streams back for a request: deltas while it runs, then a final output.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,7 +33,9 @@ struct SampleOutput {
     std::vector<SampleLogprobs> logprobs;  // one per token, when logprobs were asked for
     double cumulative_logprob = 0;
     std::optional<FinishReason> finish_reason;
-    std::string stop_reason;  // the stop string, or the stop token id as text; empty for EOS/length
+    // What stopped the sample (vLLM's stop_reason): the stop string, or the stop token id; neither for EOS or length.
+    std::string stop_reason;
+    std::optional<int32_t> stop_token_id;
 };
 
 struct RequestOutput {
@@ -48,6 +51,10 @@ struct RequestOutput {
     std::vector<SampleLogprobs> prompt_logprobs;
     bool finished = false;
     std::string error;  // set when the request failed after submission
+    // When the engine took the request and when it first scheduled it (unset until then): vLLM's queue time is the
+    // difference, its prefill time runs from the second to the first token.
+    std::chrono::steady_clock::time_point queued_at;
+    std::optional<std::chrono::steady_clock::time_point> first_scheduled_at;
 };
 
 }  // namespace taco

@@ -11,7 +11,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<const char*, 21> kKeys = {"max_tokens",
+constexpr std::array<const char*, 24> kKeys = {"max_tokens",
                                                "min_tokens",
                                                "temperature",
                                                "top_p",
@@ -31,7 +31,10 @@ constexpr std::array<const char*, 21> kKeys = {"max_tokens",
                                                "include_stop_str_in_output",
                                                "skip_special_tokens",
                                                "max_completion_tokens",
-                                               "prompt_logprobs"};
+                                               "prompt_logprobs",
+                                               "allowed_token_ids",
+                                               "bad_words",
+                                               "truncate_prompt_tokens"};
 
 Status read_int(const json& v, const char* key, int64_t& out) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))  // echoed as sent, never wrapped negative
@@ -163,6 +166,27 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
             int64_t count = 0;
             TACO_RETURN_IF_ERROR(read_int(v, k, count));
             p.prompt_logprobs = count;
+        } else if (key == "allowed_token_ids") {
+            // vLLM refuses an empty list (it would allow nothing).
+            if (!v.is_array() || v.empty())
+                return error("'allowed_token_ids' must be a non-empty list of token ids, got {}", json_excerpt(v));
+            p.allowed_token_ids.clear();
+            for (const json& id : v) {
+                int32_t token = 0;
+                TACO_RETURN_IF_ERROR(read_token_id(id, k, token));
+                p.allowed_token_ids.push_back(token);
+            }
+        } else if (key == "bad_words") {
+            if (!v.is_array()) return error("'bad_words' must be a list of strings, got {}", json_excerpt(v));
+            p.bad_words.clear();
+            for (const json& word : v) {
+                if (!word.is_string()) return error("'bad_words' must be a list of strings, got {}", json_excerpt(v));
+                p.bad_words.push_back(word.get<std::string>());
+            }
+        } else if (key == "truncate_prompt_tokens") {
+            int64_t count = 0;
+            TACO_RETURN_IF_ERROR(read_int(v, k, count));
+            p.truncate_prompt_tokens = count;
         } else if (key == "ignore_eos") {
             TACO_RETURN_IF_ERROR(read_bool(v, k, p.ignore_eos));
         } else if (key == "include_stop_str_in_output") {

@@ -1,7 +1,8 @@
 // Sampling parameters from JSON with the names of the OpenAI API and vLLM's extras (max_tokens, temperature,
 // top_p, top_k, min_p, n, best_of, seed, stop, stop_token_ids, presence/frequency/repetition_penalty,
-// logit_bias, logprobs, prompt_logprobs, min_tokens, ignore_eos, include_stop_str_in_output, skip_special_tokens).
-// Shared by `generate --prompts-file` and the HTTP server. Unknown keys are left to the caller.
+// logit_bias, logprobs, prompt_logprobs, min_tokens, ignore_eos, include_stop_str_in_output, skip_special_tokens,
+// allowed_token_ids, bad_words, truncate_prompt_tokens). Shared by `generate --prompts-file` and the HTTP server.
+// Unknown keys are left to the caller.
 #pragma once
 
 #include <string>

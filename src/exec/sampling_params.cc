@@ -74,6 +74,21 @@ Status SamplingParams::validate(int64_t vocab_size) const {
     if (stop_token_ids.size() > limits::kMaxStopTokenIds)
         return error("stop_token_ids: at most {} ids (limits::kMaxStopTokenIds), got {}", limits::kMaxStopTokenIds,
                      stop_token_ids.size());
+    for (int32_t token : allowed_token_ids) {
+        if (token < 0) return error("allowed_token_ids: token id {} is negative", token);
+        if (vocab_size > 0 && token >= vocab_size)
+            return error("allowed_token_ids: token id {} is outside the vocabulary [0, {})", token, vocab_size);
+    }
+    if (bad_words.size() > limits::kMaxStopStrings)
+        return error("bad_words: at most {} words (limits::kMaxStopStrings), got {}", limits::kMaxStopStrings,
+                     bad_words.size());
+    for (const std::string& word : bad_words)
+        if (word.size() > limits::kMaxStopStringBytes)
+            return error("bad_words: a word of {} bytes is longer than {} (limits::kMaxStopStringBytes)", word.size(),
+                         limits::kMaxStopStringBytes);
+    if (truncate_prompt_tokens && *truncate_prompt_tokens < 1 && *truncate_prompt_tokens != -1)
+        return error("truncate_prompt_tokens must be -1 (the last max_model_len tokens) or at least 1, got {}",
+                     *truncate_prompt_tokens);
     TACO_RETURN_IF_ERROR(check_logprobs("logprobs", logprobs));
     TACO_RETURN_IF_ERROR(check_logprobs("prompt_logprobs", prompt_logprobs));
     return Status::ok();

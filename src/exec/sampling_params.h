@@ -37,6 +37,14 @@ struct SamplingParams {
     std::optional<int64_t> logprobs;         // top logprobs per generated token (0: the sampled token's only)
     std::optional<int64_t> prompt_logprobs;  // top logprobs per prompt position, from the raw logits
     bool skip_special_tokens = true;
+    // vLLM's allowed_token_ids: when not empty, every other token is suppressed (-inf after the raw logprobs, as
+    // min_tokens' suppression). Ids in [0, vocab).
+    std::vector<int32_t> allowed_token_ids;
+    // vLLM's bad_words: the engine tokenizes each (with and without a leading space) and bans the last token of a
+    // sequence whenever the output ends with the rest of it (RequestGroup::bad_word_bans).
+    std::vector<std::string> bad_words;
+    // vLLM's truncate_prompt_tokens: keep only the last N prompt tokens (-1: the last max_model_len).
+    std::optional<int64_t> truncate_prompt_tokens;
     // Structured output: every sample's tokens follow this grammar (null: unconstrained), and a sample ends with
     // finish reason "stop" once the grammar is complete. Compiled against the model's vocabulary
     // (Engine::compile_structured); shared by every request that asks for the same thing.

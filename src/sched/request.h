@@ -20,6 +20,7 @@ inline bool is_finished(RequestStatus status) {
 struct Request {
     RequestId id = 0;
     uint64_t arrival_order = 0;      // FCFS order; forked samples share their parent's
+    int64_t priority = 0;            // --scheduling-policy priority: lower first, then arrival_order
     std::vector<int32_t> token_ids;  // prompt, then generated tokens
     int64_t num_prompt_tokens = 0;
     int64_t num_computed_tokens = 0;  // tokens whose KV is in the cache

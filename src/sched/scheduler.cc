@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/check.h"
 
@@ -17,6 +18,14 @@ Status SchedulerConfig::validate() const {
     return Status::ok();
 }
 
+template <typename Queue>
+void Scheduler::insert_by_priority(Queue& queue, Request* r) {
+    auto after = std::upper_bound(queue.begin(), queue.end(), r, [](const Request* a, const Request* b) {
+        return std::tie(a->priority, a->arrival_order) < std::tie(b->priority, b->arrival_order);
+    });
+    queue.insert(after, r);
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv_cache) : config_(config), kv_cache_(kv_cache) {
     TACO_CHECK_MSG(config_.validate().is_ok(), "{}", config_.validate().message());
 }
@@ -31,7 +40,10 @@ Status Scheduler::add_request(std::unique_ptr<Request> request) {
     request->num_computed_tokens = 0;
     Request* raw = request.get();
     requests_.emplace(raw->id, std::move(request));
-    waiting_.push_back(raw);
+    if (config_.policy == SchedulingPolicy::kPriority)
+        insert_by_priority(waiting_, raw);
+    else
+        waiting_.push_back(raw);
     return Status::ok();
 }
 
@@ -53,6 +65,14 @@ Request* Scheduler::find(RequestId id) {
     return it == requests_.end() ? nullptr : it->second.get();
 }
 
+void Scheduler::requeue_preempted(Request* r) {
+    last_preempted_ = r->id;
+    if (config_.policy == SchedulingPolicy::kPriority)
+        insert_by_priority(waiting_, r);
+    else
+        waiting_.push_front(r);
+}
+
 bool Scheduler::preempt_newest_running(Request* keep) {
     if (running_.empty() || running_.back() == keep) return false;
     Request* victim = running_.back();
@@ -62,7 +82,7 @@ bool Scheduler::preempt_newest_running(Request* keep) {
     victim->status = RequestStatus::kPreempted;
     ++victim->num_preemptions;
     ++num_preemptions_;
-    waiting_.push_front(victim);
+    requeue_preempted(victim);
     return true;
 }
 
@@ -84,7 +104,7 @@ SchedulerOutput Scheduler::schedule() {
         num_new = std::min(num_new, budget);
         bool allocated = kv_cache_.allocate(r->id, r->num_computed_tokens + num_new);
         while (!allocated && preempt_newest_running(r)) {
-            output.preempted.push_back(waiting_.front()->id);
+            output.preempted.push_back(last_preempted_);
             allocated = kv_cache_.allocate(r->id, r->num_computed_tokens + num_new);
         }
         if (!allocated) {
@@ -96,7 +116,7 @@ SchedulerOutput Scheduler::schedule() {
             r->status = RequestStatus::kPreempted;
             ++r->num_preemptions;
             ++num_preemptions_;
-            waiting_.push_front(r);
+            requeue_preempted(r);
             output.preempted.push_back(r->id);
             break;
         }
@@ -130,7 +150,10 @@ void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
         if (r->num_preemptions == 0) r->num_cached_tokens = std::min(num_cached, r->num_prompt_tokens);
         r->num_computed_tokens = num_cached;
         r->status = RequestStatus::kRunning;
-        running_.push_back(r);
+        if (config_.policy == SchedulingPolicy::kPriority)
+            insert_by_priority(running_, r);
+        else
+            running_.push_back(r);
         output.scheduled.push_back({r, num_new});
         budget -= num_new;
     }

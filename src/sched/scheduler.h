@@ -1,9 +1,10 @@
 // Scheduler: one token budget per step, no prefill or decode phases (ARCHITECTURE.md, "Scheduler"). Every step
 // each running request gets a number of tokens to compute so that num_computed_tokens catches up with
 // num_tokens; prefill, chunked prefill, prefix-cache hits and decode all fall out of that. Running requests are
-// served first, then waiting ones are admitted first come first served. When the KV cache has no blocks left,
-// the newest running request is preempted (its blocks freed, to be recomputed later) -- a request never fails
-// for lack of memory that will free up. Pure CPU logic: no tensors, no model.
+// served first, then waiting ones are admitted first come first served (or by priority: SchedulingPolicy). When the
+// KV cache has no blocks left, the newest (least urgent) running request is preempted (its blocks freed, to be
+// recomputed later) -- a request never fails for lack of memory that will free up. Pure CPU logic: no tensors, no
+// model.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,17 @@
 
 namespace taco {
 
+// vLLM's --scheduling-policy. kFcfs: first come, first served; the newest running request is preempted first.
+// kPriority: by (Request::priority, arrival_order), lowest first, for admission and for the order running requests
+// are served in; the last in that order is preempted first.
+enum class SchedulingPolicy { kFcfs, kPriority };
+
 struct SchedulerConfig {
     int64_t max_num_batched_tokens = 8192;  // tokens computed per step, all requests together
     int64_t max_num_seqs = 256;             // requests admitted to run at once; sequences per step (forks too)
     int64_t max_model_len = 0;              // prompt + output tokens per request
     bool enable_chunked_prefill = true;     // off: a prompt is computed in one step or waits
+    SchedulingPolicy policy = SchedulingPolicy::kFcfs;
     Status validate() const;
 };
 
@@ -67,15 +74,23 @@ public:
     bool has_work() const { return !running_.empty() || !waiting_.empty(); }
 
 private:
+    // Preempts the last running request (the newest, or under kPriority the least urgent) unless it is `keep`.
     bool preempt_newest_running(Request* keep);
+    // A preempted request back into waiting_: at the front (kFcfs) or at its place (kPriority).
+    void requeue_preempted(Request* r);
     void admit_waiting(SchedulerOutput& output, int64_t& budget);
 
     SchedulerConfig config_;
     KvCacheManager& kv_cache_;
     std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
-    std::vector<Request*> running_;  // admission order (oldest first)
-    std::deque<Request*> waiting_;   // FCFS; preempted requests go back to the front
+    // Inserts `r` into `queue` in (priority, arrival_order) order, after its equals (kPriority).
+    template <typename Queue>
+    static void insert_by_priority(Queue& queue, Request* r);
+
+    std::vector<Request*> running_;  // kFcfs: admission order (oldest first); kPriority: (priority, arrival) order
+    std::deque<Request*> waiting_;   // kFcfs: FCFS, preempted requests back at the front; kPriority: as running_
     int64_t num_preemptions_ = 0;
+    RequestId last_preempted_ = 0;
 };
 
 }  // namespace taco

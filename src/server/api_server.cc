@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@
 #include "engine/sampling_json.h"
 #include "server/completion_reply.h"
 #include "server/request_json.h"
+#include "server/responses_reply.h"
+#include "server/responses_request.h"
 
 namespace taco::server {
 namespace {
@@ -53,6 +56,40 @@ std::optional<ApiError> check_json_content_type(const HttpRequest& request) {
                     "BadRequestError"};
 }
 
+// OpenAI's system_fingerprint: which build serves which model, so a client can tell a changed deployment. A hash of
+// the version, the served name and the model's shape.
+std::string system_fingerprint(const ModelConfig& model, const std::string& name) {
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", kVersion, name, model.architecture, model.vocab_size,
+                                        model.hidden_size, model.num_hidden_layers);
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : key) hash = (hash ^ c) * 1099511628211ull;
+    return fmt::format("fp_{:012x}", hash & 0xffffffffffffull);
+}
+
+// /openapi.json: the routes this server answers, as an OpenAPI 3.1 document (vLLM serves FastAPI's).
+json openapi_document() {
+    const std::tuple<const char*, const char*, const char*> routes[] = {
+        {"/v1/completions", "post", "Completions (OpenAI)"},
+        {"/v1/chat/completions", "post", "Chat completions (OpenAI)"},
+        {"/v1/responses", "post", "Responses, text in and out (OpenAI)"},
+        {"/v1/models", "get", "The served models"},
+        {"/v1/models/{model}", "get", "One served model"},
+        {"/tokenize", "post", "Tokenize a prompt or chat messages (vLLM)"},
+        {"/detokenize", "post", "Detokenize token ids (vLLM)"},
+        {"/invocations", "post", "SageMaker inference: chat or completion by the body"},
+        {"/ping", "get", "SageMaker health check"},
+        {"/health", "get", "Health check"},
+        {"/load", "get", "Requests in flight"},
+        {"/version", "get", "Server version"},
+        {"/metrics", "get", "Prometheus metrics (vLLM's names)"},
+    };
+    json paths = json::object();
+    for (const auto& [path, method, summary] : routes)
+        paths[path][method] = {{"summary", summary},
+                               {"responses", {{"200", {{"description", "Successful Response"}}}}}};
+    return {{"openapi", "3.1.0"}, {"info", {{"title", "taco-llm"}, {"version", kVersion}}}, {"paths", paths}};
+}
+
 }  // namespace
 
 ApiServer::~ApiServer() {
@@ -67,23 +104,31 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->created_ = int64_t(std::time(nullptr));
     const ApiServerOptions& opts = server->options_;
     auto from_dir = ChatTemplate::from_dir(opts.model_dir);
-    if (opts.chat_template) {
-        std::string bos, eos;
-        if (from_dir) {
-            for (const auto& [name, token] : from_dir->special_tokens()) {
-                if (name == "bos_token") bos = token;
-                if (name == "eos_token") eos = token;
-            }
+    std::string bos, eos;
+    if (from_dir) {
+        for (const auto& [name, token] : from_dir->special_tokens()) {
+            if (name == "bos_token") bos = token;
+            if (name == "eos_token") eos = token;
         }
+    }
+    if (opts.chat_template) {
         auto custom = ChatTemplate::from_string(*opts.chat_template, bos, eos);
         if (!custom) return custom.status().with_context("--chat-template");
         server->chat_template_.emplace(std::move(*custom));
     } else if (from_dir && !from_dir->source().empty()) {
         server->chat_template_.emplace(std::move(*from_dir));
     }
+    server->metrics_ = std::make_unique<ServerMetrics>(engine->max_model_len());
     server->context_.engine = engine;
     server->context_.chat_template = server->chat_template_ ? &*server->chat_template_ : nullptr;
     server->context_.model_names = opts.served_model_names;
+    server->context_.trust_request_chat_template = opts.trust_request_chat_template;
+    server->context_.bos_token = bos;
+    server->context_.eos_token = eos;
+    server->context_.response_role = opts.response_role;
+    server->context_.force_include_usage = opts.force_include_usage;
+    server->context_.default_chat_template_kwargs = opts.default_chat_template_kwargs;
+    server->context_.system_fingerprint = system_fingerprint(engine->model_config(), opts.served_model_names.at(0));
     auto defaults = SamplingDefaults::load(opts.generation_config, opts.model_dir);
     if (!defaults) return defaults.status();
     server->context_.defaults = *defaults;
@@ -153,6 +198,9 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     };
     if (path == "/v1/completions") return on("POST", [&] { return completions(request, Endpoint::kCompletion); });
     if (path == "/v1/chat/completions") return on("POST", [&] { return completions(request, Endpoint::kChat); });
+    if (path == "/v1/responses") return on("POST", [&] { return responses(request); });
+    if (path == "/openapi.json" && !options_.disable_docs)
+        return on("GET", [&] { return json_reply(openapi_document()); });
     if (path == "/tokenize") return on("POST", [&] { return tokenize(request); });
     if (path == "/detokenize") return on("POST", [&] { return detokenize(request); });
     // SageMaker's one inference route: a chat request when the body has "messages", a completion when it has
@@ -172,7 +220,7 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     if (path == "/load") return on("GET", [&] { return json_reply({{"server_load", in_flight_.load()}}); });
     if (path == "/version") return json_reply({{"version", kVersion}});
     if (path == "/metrics") {
-        std::string text = metrics_.render(engine_->stats(), options_.served_model_names.at(0));
+        std::string text = metrics_->render(engine_->stats(), engine_->cache_info(), options_.served_model_names.at(0));
         return HandlerResult{Reply{200, "text/plain; version=0.0.4", std::move(text), {}}, nullptr};
     }
     return error_reply({404, fmt::format("no route {} {}", request.method, path), "", "NotFoundError"});
@@ -206,20 +254,54 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
         auto stream = engine_->submit(std::move(input));
         if (!stream) {
             for (const auto& submitted : streams) engine_->abort(submitted->id());
-            const std::string& message = stream.status().message();
-            const std::string first_word = message.substr(0, message.find(' '));
-            std::string param = is_sampling_key(first_word) ? first_word : "";
-            // Engine errors about the prompt itself (too long for the context, empty, ids outside the vocabulary).
-            if (message.rfind("the prompt", 0) == 0 || message.rfind("prompt token", 0) == 0)
-                param = endpoint == Endpoint::kChat ? "messages" : "prompt";
-            return error_reply({400, message, param, "BadRequestError"});
+            return submit_error(stream.status(), endpoint == Endpoint::kChat ? "messages" : "prompt");
         }
         streams.push_back(std::move(*stream));
     }
     job->inputs.clear();
     return HandlerResult{{},
-                         std::make_shared<CompletionReply>(engine_, &metrics_, &in_flight_, std::move(*job),
+                         std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
                                                            std::move(streams), arrival)};
+}
+
+HandlerResult ApiServer::submit_error(const Status& status, const std::string& prompt_param) {
+    const std::string& message = status.message();
+    std::string first_word = message.substr(0, message.find(' '));
+    if (!first_word.empty() && first_word.back() == ':') first_word.pop_back();
+    std::string param = is_sampling_key(first_word) ? first_word : "";
+    // Engine errors about the prompt itself (too long for the context, empty, ids outside the vocabulary).
+    if (message.rfind("the prompt", 0) == 0 || message.rfind("prompt token", 0) == 0) param = prompt_param;
+    return error_reply({400, message, param, "BadRequestError"});
+}
+
+HandlerResult ApiServer::responses(const HttpRequest& request) {
+    if (in_flight_.load() >= options_.max_pending_requests)
+        return error_reply({503,
+                            fmt::format("the server is at its limit of {} requests in flight; retry later",
+                                        options_.max_pending_requests),
+                            "", "ServiceUnavailableError"},
+                           {{"Retry-After", "1"}});
+    ApiError error;
+    auto body = parse_body(request, error);
+    if (!body) return error_reply(error);
+    ResponsesEcho echo;
+    auto chat = responses_to_chat(*body, echo, error);
+    if (!chat) return error_reply(error);
+    auto job = parse_chat_request(*chat, context_, error);
+    if (!job) {
+        // The chat request's field names, back in the Responses API's.
+        const std::pair<const char*, const char*> renamed[] = {
+            {"max_tokens", "max_output_tokens"}, {"messages", "input"}, {"reasoning_effort", "reasoning"}};
+        for (const auto& [chat_name, responses_name] : renamed)
+            if (error.param == chat_name) error.param = responses_name;
+        return error_reply(error);
+    }
+    auto stream = engine_->submit(std::move(job->inputs.at(0)));
+    if (!stream) return submit_error(stream.status(), "input");
+    job->inputs.clear();
+    return HandlerResult{{},
+                         std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
+                                                          std::move(echo), std::move(*stream))};
 }
 
 HandlerResult ApiServer::invocations(const HttpRequest& request) {

@@ -1,7 +1,7 @@
 // ApiServer: the OpenAI-compatible HTTP API (vLLM's routes and shapes) over an Engine. Routes:
-// POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health, GET /version, GET /metrics,
-// POST /tokenize, POST /detokenize. With an API key every route but /health and /metrics needs
-// "Authorization: Bearer KEY".
+// POST /v1/completions, POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /v1/models/{id},
+// GET /health, GET /version, GET /metrics, GET /load, GET|POST /ping, POST /invocations, GET /openapi.json,
+// POST /tokenize, POST /detokenize. With an API key the /v1/* routes need "Authorization: Bearer KEY".
 #pragma once
 
 #include <atomic>
@@ -27,9 +27,14 @@ struct ApiServerOptions {
     std::vector<std::string> served_model_names;  // the first is reported; all are accepted in "model"
     std::vector<std::string> api_keys;            // any of them authorizes; none = no auth
     std::optional<std::string> chat_template;     // template source overriding the model's own
+    bool trust_request_chat_template = false;     // --trust-request-chat-template: requests may bring their own
+    std::string response_role = "assistant";      // --response-role
     std::string generation_config = "auto";       // vLLM's --generation-config: "auto", "vllm" or a folder
     int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503
     bool log_requests = true;
+    bool disable_docs = false;                                               // --disable-fastapi-docs: no /openapi.json
+    bool force_include_usage = false;                                        // --enable-force-include-usage
+    nlohmann::json default_chat_template_kwargs = nlohmann::json::object();  // --default-chat-template-kwargs
     StructuredOutputsConfig structured_outputs;  // --structured-outputs-config / --guided-decoding-backend
     ToolServerOptions tools;                     // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
     HttpServerOptions http;
@@ -57,6 +62,9 @@ private:
     HandlerResult tokenize(const HttpRequest& request);
     HandlerResult detokenize(const HttpRequest& request);
     HandlerResult invocations(const HttpRequest& request);
+    HandlerResult responses(const HttpRequest& request);
+    // The engine error of a submit as a 400 (param: the sampling key it names, or `prompt_param` for the prompt).
+    static HandlerResult submit_error(const Status& status, const std::string& prompt_param);
     HandlerResult models() const;
     HandlerResult model(const std::string& encoded_id) const;
     nlohmann::json model_card(const std::string& name) const;
@@ -66,7 +74,7 @@ private:
     ApiServerOptions options_;
     std::optional<ChatTemplate> chat_template_;
     ParseContext context_;
-    ServerMetrics metrics_;
+    std::unique_ptr<ServerMetrics> metrics_;
     std::atomic<int64_t> in_flight_{0};
     int64_t created_ = 0;
     std::unique_ptr<HttpServer> http_;  // last: stopped before anything it calls into goes away

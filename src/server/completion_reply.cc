@@ -26,6 +26,12 @@ json utf8_bytes(const std::string& text) {
 
 double seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// vLLM's stop_reason: the stop string, the stop token id as an integer, or null (EOS, length).
+json stop_reason_json(const std::string& text, std::optional<int32_t> token) {
+    if (token) return *token;
+    return text.empty() ? json(nullptr) : json(text);
+}
+
 }  // namespace
 
 CompletionReply::CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
@@ -69,7 +75,11 @@ std::string CompletionReply::sse(const json& value) {
 json CompletionReply::chunk_base() const {
     const bool chat = job_.endpoint == Endpoint::kChat;
     const char* object = chat ? (job_.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
-    return json{{"id", id_}, {"object", object}, {"created", created_}, {"model", job_.model}};
+    return json{{"id", id_},
+                {"object", object},
+                {"created", created_},
+                {"model", job_.model},
+                {"system_fingerprint", job_.system_fingerprint}};
 }
 
 json CompletionReply::usage() const {
@@ -85,13 +95,17 @@ json CompletionReply::usage() const {
                 {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
+std::string CompletionReply::logprob_token(int32_t token) const {
+    if (job_.return_tokens_as_token_ids) return fmt::format("token_id:{}", token);
+    return token_text(engine_->tokenizer(), token);
+}
+
 json CompletionReply::completion_logprobs(const Track* echo_prompt, const std::vector<SampleLogprobs>& logprobs,
                                           int64_t& text_offset) const {
-    const Tokenizer* tokenizer = engine_->tokenizer();
     json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
     // `lp` null: a token without logprobs (the first prompt token).
     auto add = [&](int32_t token, const SampleLogprobs* lp) {
-        const std::string text = token_text(tokenizer, token);
+        const std::string text = logprob_token(token);
         tokens.push_back(text);
         offsets.push_back(text_offset);
         text_offset += int64_t(text.size());
@@ -103,7 +117,7 @@ json CompletionReply::completion_logprobs(const Track* echo_prompt, const std::v
         token_logprobs.push_back(clamp_logprob(lp->sampled.logprob));
         json top = json::object();
         top[text] = clamp_logprob(lp->sampled.logprob);
-        for (const TokenLogprob& t : lp->top) top[token_text(tokenizer, t.token)] = clamp_logprob(t.logprob);
+        for (const TokenLogprob& t : lp->top) top[logprob_token(t.token)] = clamp_logprob(t.logprob);
         top_logprobs.push_back(std::move(top));
     };
     if (echo_prompt) {
@@ -139,13 +153,12 @@ json CompletionReply::vllm_prompt_logprobs(const Track& track) const {
 }
 
 json CompletionReply::chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const {
-    const Tokenizer* tokenizer = engine_->tokenizer();
     json content = json::array();
     for (const SampleLogprobs& lp : logprobs) {
-        const std::string text = token_text(tokenizer, lp.sampled.token);
+        const std::string text = logprob_token(lp.sampled.token);
         json top = json::array();
         for (const TokenLogprob& t : lp.top) {
-            const std::string top_text = token_text(tokenizer, t.token);
+            const std::string top_text = logprob_token(t.token);
             top.push_back(
                 {{"token", top_text}, {"logprob", clamp_logprob(t.logprob)}, {"bytes", utf8_bytes(top_text)}});
         }
@@ -217,7 +230,7 @@ void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std:
                          : reason;
         }
         c["finish_reason"] = finish;
-        c["stop_reason"] = delta.stop_reason.empty() || !last ? json(nullptr) : json(delta.stop_reason);
+        c["stop_reason"] = last ? stop_reason_json(delta.stop_reason, delta.stop_token_id) : json(nullptr);
         if (job_.return_token_ids) c["token_ids"] = first ? json(delta.token_ids) : json::array();
         choice.started = true;
         json chunk = chunk_base();
@@ -227,15 +240,16 @@ void CompletionReply::append_chunk(size_t index, const SampleOutput& delta, std:
     }
 }
 
-json CompletionReply::chat_message(const Choice& choice, std::string& finish_reason) const {
+json CompletionReply::chat_message(const Choice& choice, const std::string& echo, std::string& finish_reason) const {
     const ChatOutputOptions& options = job_.chat_output;
     ChatMessageParts parts = parse_chat_output(options, choice.text);
+    if (!echo.empty()) parts.content = echo + parts.content.value_or("");
     json calls = json::array();
     for (const ToolCall& call : parts.tool_calls)
         calls.push_back({{"id", call.id},
                          {"type", "function"},
                          {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
-    json message = {{"role", "assistant"},
+    json message = {{"role", job_.role},
                     {"content", parts.content ? json(*parts.content) : json(nullptr)},
                     {"refusal", nullptr},
                     {"tool_calls", std::move(calls)}};
@@ -249,6 +263,17 @@ void CompletionReply::record_finish(Track& track) {
     metrics_->e2e_request_latency.observe(seconds(now - arrival_));
     if (track.first_token && track.num_generated > 1)
         metrics_->time_per_output_token.observe(seconds(now - *track.first_token) / double(track.num_generated - 1));
+    if (track.first_scheduled_at) {
+        metrics_->request_queue_time.observe(seconds(*track.first_scheduled_at - track.queued_at));
+        metrics_->request_inference_time.observe(seconds(now - *track.first_scheduled_at));
+        if (track.first_token)
+            metrics_->request_prefill_time.observe(seconds(*track.first_token - *track.first_scheduled_at));
+    }
+    if (track.first_token) metrics_->request_decode_time.observe(seconds(now - *track.first_token));
+    metrics_->request_prompt_tokens.observe(double(track.prompt_ids.size()));
+    metrics_->request_generation_tokens.observe(double(track.num_generated));
+    metrics_->request_params_n.observe(double(job_.n));
+    metrics_->request_params_max_tokens.observe(double(job_.max_tokens));
     if (track.error.empty()) metrics_->requests_success++;
 }
 
@@ -260,10 +285,16 @@ bool CompletionReply::poll(std::string& out) {
             choices_[i].started = true;
             json chunk = chunk_base();
             chunk["choices"] = json::array({{{"index", i},
-                                             {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                             {"delta", {{"role", job_.role}, {"content", ""}}},
                                              {"logprobs", nullptr},
                                              {"finish_reason", nullptr}}});
             out += sse(chunk);
+            // echo: the last message's content next, as its own delta (vLLM).
+            const std::string& echo = job_.echo_texts[i / size_t(job_.n)];
+            if (job_.echo && !echo.empty()) {
+                chunk["choices"][0]["delta"] = {{"content", echo}};
+                out += sse(chunk);
+            }
         }
     }
     bool all_finished = true;
@@ -275,13 +306,27 @@ bool CompletionReply::poll(std::string& out) {
             if (!output->prompt_ids.empty()) track.prompt_ids = output->prompt_ids;
             if (!output->prompt_logprobs.empty()) track.prompt_logprobs = std::move(output->prompt_logprobs);
             track.num_cached_tokens = output->num_cached_tokens;
+            track.queued_at = output->queued_at;
+            if (output->first_scheduled_at) track.first_scheduled_at = output->first_scheduled_at;
             if (!output->error.empty()) track.error = output->error;
             for (const SampleOutput& delta : output->samples) {
                 if (delta.index < 0 || delta.index >= job_.n) continue;
                 const size_t index = t * size_t(job_.n) + size_t(delta.index);
-                if (!track.first_token && !delta.token_ids.empty()) {
-                    track.first_token = Clock::now();
-                    metrics_->time_to_first_token.observe(seconds(*track.first_token - arrival_));
+                if (!delta.token_ids.empty()) {
+                    const auto now = Clock::now();
+                    // Inter-token latency: each token after the first gets an equal share of the time since the
+                    // previous delta (tokens that arrive together, with the first, get 0).
+                    size_t num_gaps = delta.token_ids.size();
+                    double gap = 0;
+                    if (!track.first_token) {
+                        track.first_token = now;
+                        metrics_->time_to_first_token.observe(seconds(now - arrival_));
+                        num_gaps--;
+                    } else {
+                        gap = seconds(now - *track.last_token) / double(num_gaps);
+                    }
+                    for (size_t k = 0; k < num_gaps; ++k) metrics_->inter_token_latency.observe(gap);
+                    track.last_token = now;
                 }
                 track.num_generated += int64_t(delta.token_ids.size());
                 Choice& choice = choices_[index];
@@ -289,8 +334,14 @@ bool CompletionReply::poll(std::string& out) {
                 choice.text += delta.text;
                 choice.logprobs.insert(choice.logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
                 if (delta.finish_reason) {
+                    switch (*delta.finish_reason) {
+                        case FinishReason::kStop: metrics_->finished_stop++; break;
+                        case FinishReason::kLength: metrics_->finished_length++; break;
+                        case FinishReason::kAbort: metrics_->finished_abort++; break;
+                    }
                     choice.finish_reason = finish_reason_name(*delta.finish_reason);
                     choice.stop_reason = delta.stop_reason;
+                    choice.stop_token_id = delta.stop_token_id;
                     choice.finished = true;
                 }
                 if (job_.stream) append_chunk(index, delta, out);
@@ -338,11 +389,11 @@ Reply CompletionReply::take_reply() {
                                 : json(nullptr);
             if (job_.want_prompt_logprobs_field) c["prompt_logprobs"] = vllm_prompt_logprobs(track);
         } else {
-            c["message"] = chat_message(choice, finish_reason);
+            c["message"] = chat_message(choice, job_.echo ? job_.echo_texts[i / size_t(job_.n)] : "", finish_reason);
             c["logprobs"] = job_.want_logprobs ? chat_logprobs(choice.logprobs) : json(nullptr);
         }
         c["finish_reason"] = finish_reason.empty() ? json(nullptr) : json(finish_reason);
-        c["stop_reason"] = choice.stop_reason.empty() ? json(nullptr) : json(choice.stop_reason);
+        c["stop_reason"] = stop_reason_json(choice.stop_reason, choice.stop_token_id);
         if (job_.return_token_ids) {
             c["token_ids"] = choice.token_ids;
             c["prompt_token_ids"] = track.prompt_ids;

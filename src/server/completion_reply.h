@@ -41,6 +41,7 @@ private:
         std::vector<SampleLogprobs> logprobs;
         std::string finish_reason;
         std::string stop_reason;
+        std::optional<int32_t> stop_token_id;
         bool started = false;  // streaming: the first chunk (role / echo) went out
         bool finished = false;
         std::unique_ptr<ChatStreamParser> parser;  // streaming chat: reasoning / tool calls split out as they come
@@ -52,6 +53,9 @@ private:
         int64_t num_cached_tokens = 0;
         int64_t num_generated = 0;
         std::optional<Clock::time_point> first_token;
+        std::optional<Clock::time_point> last_token;  // when the latest delta with tokens came
+        Clock::time_point queued_at;                  // RequestOutput::queued_at / first_scheduled_at
+        std::optional<Clock::time_point> first_scheduled_at;
         bool finished = false;
         std::string error;
     };
@@ -66,7 +70,10 @@ private:
     nlohmann::json vllm_prompt_logprobs(const Track& track) const;
     nlohmann::json chat_logprobs(const std::vector<SampleLogprobs>& logprobs) const;
     // The chat message of a finished choice: content, tool_calls and reasoning_content parsed out of its text.
-    nlohmann::json chat_message(const Choice& choice, std::string& finish_reason) const;
+    // `echo`: text before the reply's content (chat echo).
+    nlohmann::json chat_message(const Choice& choice, const std::string& echo, std::string& finish_reason) const;
+    // A token as logprobs name it: its text, or "token_id:N" with return_tokens_as_token_ids.
+    std::string logprob_token(int32_t token) const;
     // Streaming chat: the deltas (one chunk each) of one engine delta.
     std::vector<nlohmann::json> chat_deltas(Choice& choice, const SampleOutput& delta);
     // Streaming: the chunk text for one delta of choice `index`.

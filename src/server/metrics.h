@@ -32,18 +32,33 @@ private:
     uint64_t count_ = 0;
 };
 
+// vLLM's 1-2-5 buckets up to `max` (1, 2, 5, 10, 20, 50, ...): token-count histograms.
+std::vector<double> one_two_five_buckets(int64_t max);
+
 class ServerMetrics {
 public:
-    ServerMetrics();
+    // max_model_len bounds the token-count histograms' buckets, as vLLM's.
+    explicit ServerMetrics(int64_t max_model_len = 8192);
 
     Histogram time_to_first_token;
     Histogram e2e_request_latency;
     Histogram time_per_output_token;
-    std::atomic<int64_t> requests_success{0};
+    Histogram inter_token_latency;
+    Histogram request_queue_time;      // engine queue -> first scheduled
+    Histogram request_prefill_time;    // first scheduled -> first token
+    Histogram request_decode_time;     // first token -> finished
+    Histogram request_inference_time;  // first scheduled -> finished
+    Histogram request_prompt_tokens;
+    Histogram request_generation_tokens;
+    Histogram request_params_n;
+    Histogram request_params_max_tokens;
+    std::atomic<int64_t> requests_success{0};  // requests that ended without an error
     std::atomic<int64_t> requests_aborted{0};
+    // Finished samples by finish reason (vllm:request_success_total's finished_reason label).
+    std::atomic<int64_t> finished_stop{0}, finished_length{0}, finished_abort{0};
 
     // The whole /metrics page: engine gauges and counters, then the server's histograms.
-    std::string render(const EngineStats& stats, const std::string& model_name) const;
+    std::string render(const EngineStats& stats, const CacheInfo& cache, const std::string& model_name) const;
 };
 
 }  // namespace taco::server

@@ -74,6 +74,7 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
     } else {
         job.model = ctx.model_names.at(0);  // vLLM serves the first name when "model" is left out
     }
+    job.system_fingerprint = ctx.system_fingerprint;
     if (!read_bool(body, "stream", job.stream, error)) return false;
     if (present(body, "stream_options")) {
         const json& options = body.at("stream_options");
@@ -88,11 +89,29 @@ bool read_common(const json& body, const ParseContext& ctx, CompletionJob& job, 
         if (!read_bool(options, "include_usage", job.include_usage, error)) return false;
         if (!read_bool(options, "continuous_usage_stats", job.continuous_usage, error)) return false;
     }
+    if (job.stream && ctx.force_include_usage) job.include_usage = true;
     if (present(body, "user") && !body.at("user").is_string()) {
         fail(error, "'user' must be a string", "user");
         return false;
     }
     if (!read_bool(body, "return_token_ids", job.return_token_ids, error)) return false;
+    if (!read_bool(body, "return_tokens_as_token_ids", job.return_tokens_as_token_ids, error)) return false;
+    if (present(body, "priority")) {
+        const json& priority = body.at("priority");
+        if (!priority.is_number_integer() || (priority.is_number_unsigned() && priority.get<uint64_t>() > INT64_MAX)) {
+            fail(error, fmt::format("'priority' must be an integer, got {}", json_excerpt(priority)), "priority");
+            return false;
+        }
+        job.priority = priority.get<int64_t>();
+        if (job.priority != 0 && ctx.engine->scheduling_policy() != SchedulingPolicy::kPriority) {
+            fail(error,
+                 fmt::format("'priority' {} needs the server started with --scheduling-policy priority (it schedules "
+                             "first come, first served)",
+                             job.priority),
+                 "priority");
+            return false;
+        }
+    }
     ctx.defaults.apply(params);
     Status status = apply_sampling_json(body, params);
     if (!status) {
@@ -223,7 +242,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     if (!read_common(body, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (present(body, "suffix")) return fail(error, "'suffix' is not supported", "suffix");
     if (!check_unsupported(body, error, /*chat=*/false)) return std::nullopt;
-    if (auto field = unimplemented_vllm_field(body, /*chat=*/false)) return fail(error, field->message, field->field);
+    if (auto field = unimplemented_vllm_field(body)) return fail(error, field->message, field->field);
     if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
     job.want_logprobs = params.logprobs.has_value();
     // echo with logprobs reports the prompt's tokens too (lm-eval-harness scores prompts with max_tokens 0).
@@ -231,6 +250,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     if (params.max_tokens == 0 && !job.echo)
         return fail(error, "max_tokens must be at least 1, got 0 (0, the prompt only, needs 'echo')", "max_tokens");
     job.n = params.n;
+    job.max_tokens = params.max_tokens;
     if (!present(body, "prompt")) return fail(error, "'prompt' is required", "prompt");
     const json& prompt = body.at("prompt");
     const Tokenizer* tokenizer = ctx.engine->tokenizer();
@@ -270,15 +290,45 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
     } else {
         return fail(error, kPromptShape, "prompt");
     }
-    for (const GenerationInput& input : job.inputs)
+    for (GenerationInput& input : job.inputs) {
         if (input.prompt && !tokenizer)
             return fail(error, "this model has no tokenizer: send token ids as 'prompt'", "prompt");
+        input.priority = job.priority;
+    }
     return job;
 }
 
 std::optional<std::string> render_chat(const json& body, const ParseContext& ctx, ApiError& error,
                                        const nlohmann::ordered_json* ordered_body, bool with_tools) {
-    if (!ctx.chat_template) {
+    // A request's own template, only with --trust-request-chat-template (vLLM's rule and message).
+    const ChatTemplate* chat_template = ctx.chat_template;
+    std::optional<ChatTemplate> own_template;
+    const bool kwargs_template = present(body, "chat_template_kwargs") && body.at("chat_template_kwargs").is_object() &&
+                                 present(body.at("chat_template_kwargs"), "chat_template");
+    if (present(body, "chat_template") || kwargs_template) {
+        const char* param = present(body, "chat_template") ? "chat_template" : "chat_template_kwargs";
+        if (!ctx.trust_request_chat_template) {
+            fail(error,
+                 "Chat template is passed with request, but --trust-request-chat-template is not set. Refused "
+                 "request with untrusted chat template.",
+                 param);
+            return std::nullopt;
+        }
+        const json& text = present(body, "chat_template") ? body.at("chat_template")
+                                                          : body.at("chat_template_kwargs").at("chat_template");
+        if (!text.is_string()) {
+            fail(error, fmt::format("'{}' must be a string (a Jinja chat template)", param), param);
+            return std::nullopt;
+        }
+        auto compiled = ChatTemplate::from_string(text.get<std::string>(), ctx.bos_token, ctx.eos_token);
+        if (!compiled) {
+            fail(error, fmt::format("{}: {}", param, compiled.status().message()), param);
+            return std::nullopt;
+        }
+        own_template.emplace(std::move(*compiled));
+        chat_template = &*own_template;
+    }
+    if (!chat_template) {
         fail(error, "this model has no chat template; pass --chat-template to `taco_llm serve`", "messages");
         return std::nullopt;
     }
@@ -347,20 +397,69 @@ std::optional<std::string> render_chat(const json& body, const ParseContext& ctx
                                            : nlohmann::ordered_json::parse(body.at(key).dump());
         (std::string(key) == "tools" ? inputs.tools : inputs.documents) = std::move(value);
     }
-    inputs.add_generation_prompt = true;
+    // continue_final_message: the last message is left open for the model to continue, so no generation prompt
+    // follows it. Both set explicitly is vLLM's 400; continue_final_message alone turns the default prompt off.
+    bool continue_final = false;
+    if (!read_bool(body, "continue_final_message", continue_final, error)) return std::nullopt;
+    inputs.add_generation_prompt = !continue_final;
     if (!read_bool(body, "add_generation_prompt", inputs.add_generation_prompt, error)) return std::nullopt;
-    inputs.extra = nlohmann::ordered_json::object();
+    if (continue_final && inputs.add_generation_prompt) {
+        fail(error,
+             "Cannot set both 'continue_final_message' and 'add_generation_prompt' to true: the first continues the "
+             "last message, the second starts a new one",
+             "continue_final_message");
+        return std::nullopt;
+    }
+    inputs.extra = nlohmann::ordered_json(ctx.default_chat_template_kwargs);
+    if (present(body, "reasoning_effort")) {
+        // vLLM's values; templates that read it (gpt-oss style) get it, as vLLM passes it to the template.
+        const json& effort = body.at("reasoning_effort");
+        if (!effort.is_string() || (effort != "low" && effort != "medium" && effort != "high")) {
+            fail(
+                error,
+                fmt::format("'reasoning_effort' must be \"low\", \"medium\" or \"high\", got {}", json_excerpt(effort)),
+                "reasoning_effort");
+            return std::nullopt;
+        }
+        inputs.extra["reasoning_effort"] = effort.get<std::string>();
+    }
     if (present(body, "chat_template_kwargs")) {
         if (!body.at("chat_template_kwargs").is_object()) {
             fail(error, "'chat_template_kwargs' must be an object", "chat_template_kwargs");
             return std::nullopt;
         }
-        inputs.extra = nlohmann::ordered_json(body.at("chat_template_kwargs"));  // linear, unlike a re-parse
+        // The request's kwargs over the server's defaults and reasoning_effort (a few keys: the merge stays linear).
+        nlohmann::ordered_json kwargs(body.at("chat_template_kwargs"));  // linear, unlike a re-parse
+        for (const auto& [key, value] : inputs.extra.items())
+            if (!kwargs.contains(key)) kwargs[key] = value;
+        inputs.extra = std::move(kwargs);
     }
-    auto rendered = ctx.chat_template->render(inputs);
+    auto rendered = chat_template->render(inputs);
     if (!rendered) {
         fail(error, fmt::format("chat template: {}", rendered.status().message()), "messages");
         return std::nullopt;
+    }
+    if (continue_final) {
+        // As transformers' apply_chat_template: cut after the last occurrence of the final message's text (its last
+        // text part), stripped of surrounding whitespace.
+        const json& last = body.at("messages").back();
+        std::string final_text;
+        const json content = last.value("content", json(nullptr));
+        if (content.is_string()) final_text = content.get<std::string>();
+        if (content.is_array() && !content.empty()) final_text = content.back().value("text", "");
+        const size_t begin = final_text.find_first_not_of(" \t\n\r\f\v");
+        final_text = begin == std::string::npos
+                         ? ""
+                         : final_text.substr(begin, final_text.find_last_not_of(" \t\n\r\f\v") - begin + 1);
+        const size_t at = rendered->rfind(final_text);
+        if (at == std::string::npos) {
+            fail(error,
+                 "continue_final_message is set but the final message does not appear in the rendered chat (the "
+                 "chat template changes it); remove continue_final_message",
+                 "continue_final_message");
+            return std::nullopt;
+        }
+        rendered->resize(at + final_text.size());
     }
     return *rendered;
 }
@@ -370,26 +469,27 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     if (!body.is_object()) return fail(error, "the request body must be a JSON object", "");
     CompletionJob job;
     job.endpoint = Endpoint::kChat;
+    job.role = ctx.response_role;
     // Chat's logprobs is a boolean with top_logprobs beside it; the rest are shared with completions.
     json sampling = body;
     sampling.erase("logprobs");
     SamplingParams params;
     if (!read_common(sampling, ctx, job, params, error, ordered_body)) return std::nullopt;
     if (!check_unsupported(body, error, /*chat=*/true)) return std::nullopt;
-    if (auto field = unimplemented_vllm_field(body, /*chat=*/true)) return fail(error, field->message, field->field);
-    bool echo = false;
-    if (!read_bool(body, "echo", echo, error)) return std::nullopt;
-    if (echo) return fail(error, "'echo' is not supported for chat completions", "echo");
+    if (auto field = unimplemented_vllm_field(body)) return fail(error, field->message, field->field);
+    if (!read_bool(body, "echo", job.echo, error)) return std::nullopt;
     if (params.max_tokens == 0) return fail(error, "max_tokens must be at least 1, got 0", "max_tokens");
     if (!read_bool(body, "logprobs", job.want_logprobs, error)) return std::nullopt;
+    params.logprobs.reset();
+    if (job.want_logprobs) params.logprobs = 0;
     if (present(body, "top_logprobs")) {
         const json& top = body.at("top_logprobs");
         if (!top.is_number_integer() || top.get<int64_t>() < 0 || top.get<int64_t>() > SamplingParams::kMaxLogprobs)
             return fail(error, "'top_logprobs' must be an integer in [0, 20]", "top_logprobs");
-        if (!job.want_logprobs) return fail(error, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
-        params.logprobs = top.get<int64_t>();
-    } else if (job.want_logprobs) {
-        params.logprobs = 0;
+        // As vLLM: 0 means none, so {"logprobs": false, "top_logprobs": 0} is accepted.
+        if (!job.want_logprobs && top.get<int64_t>() > 0)
+            return fail(error, "'top_logprobs' needs 'logprobs': true", "top_logprobs");
+        if (job.want_logprobs) params.logprobs = top.get<int64_t>();
     }
     job.n = params.n;
     if (!check_sequence_count(1, params, ctx, error)) return std::nullopt;
@@ -425,11 +525,26 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
     auto ids = ctx.engine->tokenizer()->encode(*prompt, false);
     if (!ids) return fail(error, ids.status().message(), "messages");
     if (!present(body, "max_tokens") && !present(body, "max_completion_tokens")) {
-        params.max_tokens = std::max<int64_t>(1, ctx.engine->max_model_len() - int64_t(ids->size()));
+        // What the prompt keeps after truncate_prompt_tokens (the engine truncates it).
+        int64_t num_prompt = int64_t(ids->size());
+        if (params.truncate_prompt_tokens)
+            num_prompt = std::min(num_prompt, *params.truncate_prompt_tokens == -1 ? ctx.engine->max_model_len()
+                                                                                   : *params.truncate_prompt_tokens);
+        params.max_tokens = std::max<int64_t>(1, ctx.engine->max_model_len() - num_prompt);
         if (ctx.defaults.max_tokens) params.max_tokens = std::min(params.max_tokens, *ctx.defaults.max_tokens);
     }
-    job.inputs.push_back(GenerationInput{std::nullopt, std::move(*ids), params});
-    job.echo_texts.push_back("");
+    job.max_tokens = params.max_tokens;
+    job.inputs.push_back(GenerationInput{std::nullopt, std::move(*ids), params, job.priority});
+    // echo (vLLM): the last message's content comes first in the reply when its role is the reply's.
+    std::string echo_text;
+    const json& last = body.at("messages").back();
+    if (job.echo && last.value("role", "") == ctx.response_role) {
+        const json content = last.value("content", json(nullptr));
+        if (content.is_string()) echo_text = content.get<std::string>();
+        for (size_t i = 0; content.is_array() && i < content.size(); ++i)
+            echo_text += (i > 0 ? "\n" : "") + content.at(i).value("text", "");
+    }
+    job.echo_texts.push_back(std::move(echo_text));
     return job;
 }
 

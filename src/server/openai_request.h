@@ -33,17 +33,24 @@ struct CompletionJob {
     Endpoint endpoint = Endpoint::kCompletion;
     std::string model;
     std::vector<GenerationInput> inputs;
-    std::vector<std::string> echo_texts;  // per input: prepended to each choice's text when echo is set
+    // Per input: prepended to each choice's text when echo is set (chat: the last message's content when its role is
+    // the response's, as vLLM).
+    std::vector<std::string> echo_texts;
     bool stream = false;
     bool include_usage = false;     // stream_options.include_usage
     bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
     bool echo = false;
-    bool return_token_ids = false;  // vLLM: token_ids / prompt_token_ids in the choices
+    bool return_token_ids = false;            // vLLM: token_ids / prompt_token_ids in the choices
+    bool return_tokens_as_token_ids = false;  // vLLM: logprobs name tokens "token_id:N" instead of their text
     bool want_logprobs = false;
     // vLLM's prompt_logprobs was asked for: each completion choice (the chat response) carries "prompt_logprobs".
     bool want_prompt_logprobs_field = false;
     int64_t n = 1;
-    ChatOutputOptions chat_output;  // chat: reasoning_content and tool_calls taken out of the reply's text
+    int64_t priority = 0;            // vLLM's request priority (--scheduling-policy priority)
+    int64_t max_tokens = 0;          // as sampled (for vllm:request_params_max_tokens)
+    std::string role = "assistant";  // chat: the reply's role (--response-role)
+    std::string system_fingerprint;  // ParseContext::system_fingerprint
+    ChatOutputOptions chat_output;   // chat: reasoning_content and tool_calls taken out of the reply's text
 };
 
 struct StructuredOutputsConfig;  // server/structured_request.h
@@ -59,6 +66,13 @@ struct ParseContext {
     int64_t max_sequences_per_request = 8192;
     const StructuredOutputsConfig* structured_outputs = nullptr;  // --structured-outputs-config; null: defaults
     const ToolServerOptions* tools = nullptr;  // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
+    // --trust-request-chat-template: a request's own chat_template is rendered (else it is a 400, as vLLM).
+    bool trust_request_chat_template = false;
+    std::string bos_token, eos_token;         // the model's, for a request's own chat template
+    std::string response_role = "assistant";  // --response-role: the role of chat replies
+    std::string system_fingerprint;           // OpenAI's system_fingerprint of every reply: the build and model
+    bool force_include_usage = false;         // --enable-force-include-usage: streams end with usage
+    nlohmann::json default_chat_template_kwargs = nlohmann::json::object();  // under a request's own kwargs
 };
 
 // The body must already be a parsed JSON value. ordered_body (optional): the same body with its keys in the

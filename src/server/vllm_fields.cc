@@ -19,36 +19,26 @@ bool neutral(const json& value) {
 
 struct Field {
     const char* name;
-    const char* what;  // completes "'<name>' (<what>) is not supported yet"
-    bool chat_only;
+    const char* why;  // completes "'<name>' is not supported: <why>"
 };
 
 // vLLM's sampling and serving extras that change the output, in the order of its protocol definitions.
 constexpr Field kFields[] = {
-    {"use_beam_search", "beam search", false},
-    {"length_penalty", "beam search's length penalty", false},
-    {"bad_words", "banned word sequences", false},
-    {"allowed_token_ids", "a whitelist of token ids", false},
-    {"truncate_prompt_tokens", "keeping only the last N prompt tokens", false},
-    {"return_tokens_as_token_ids", "'token_id:N' strings in logprobs", false},
-    {"logits_processors", "custom logits processors", false},
-    {"priority", "request priority (the scheduler is first come, first served)", false},
-    {"continue_final_message", "continuing the last assistant message", true},
-    {"chat_template", "a per-request chat template", true},
-    {"reasoning_effort", "reasoning effort, which no model served here reads", true},
+    {"use_beam_search", "taco-llm has no beam search (sample with n or best_of instead)"},
+    {"length_penalty", "it is beam search's length penalty, and taco-llm has no beam search"},
+    {"logits_processors", "custom logits processors are Python code, which taco-llm does not run"},
 };
 
 }  // namespace
 
-std::optional<UnimplementedField> unimplemented_vllm_field(const json& body, bool chat) {
+std::optional<UnimplementedField> unimplemented_vllm_field(const json& body) {
     if (!body.is_object()) return std::nullopt;
     for (const Field& f : kFields) {
-        if (f.chat_only && !chat) continue;
         const auto it = body.find(f.name);
         if (it == body.end() || neutral(*it)) continue;
         // length_penalty 1.0 is vLLM's default (no penalty).
         if (std::string_view(f.name) == "length_penalty" && it->is_number() && it->get<double>() == 1.0) continue;
-        return UnimplementedField{f.name, fmt::format("'{}' ({}) is not supported yet", f.name, f.what)};
+        return UnimplementedField{f.name, fmt::format("'{}' is not supported: {}", f.name, f.why)};
     }
     return std::nullopt;
 }

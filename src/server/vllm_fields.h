@@ -1,4 +1,5 @@
-// Request fields that vLLM (or the OpenAI API) defines and taco-llm does not implement yet: a request that sets one
+// Request fields that vLLM (or the OpenAI API) defines and taco-llm does not implement (beam search, Python logits
+// processors): a request that sets one
 // to anything but its neutral value gets a 400 naming the field, rather than an answer that quietly ignores it
 // (a client written for vLLM would otherwise trust, say, bad_words to have been applied). The neutral values
 // (false, 0, null, an empty list) are what clients send when they mean "not used", and are accepted.
@@ -15,8 +16,7 @@ struct UnimplementedField {
     std::string message;  // what is not supported, for the 400
 };
 
-// The first such field set in `body` (a chat or completions request), or nullopt. `chat`: the body is a chat
-// completion (a few fields exist only there).
-std::optional<UnimplementedField> unimplemented_vllm_field(const nlohmann::json& body, bool chat);
+// The first such field set in `body` (a chat or completions request), or nullopt.
+std::optional<UnimplementedField> unimplemented_vllm_field(const nlohmann::json& body);
 
 }  // namespace taco::server

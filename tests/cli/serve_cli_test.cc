@@ -55,5 +55,34 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --reasoning-parser magistral", "--reasoning-parser 'magistral'");
 }
 
+// vLLM flags of features that do not exist here stop the server at start, naming the flag (never a warning that
+// leaves a server which then fails or ignores what was asked).
+TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
+    expect_refused("models/demo --port 0 --enable-lora", "--enable-lora: LoRA");
+    expect_refused("models/demo --port 0 --max-loras 2", "--max-loras: LoRA");
+    expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile: TLS");
+    expect_refused("models/demo --port 0 --allowed-origins '[\"*\"]'", "--allowed-origins: CORS");
+    expect_refused("models/demo --port 0 --limit-mm-per-prompt '{}'", "--limit-mm-per-prompt");
+    expect_refused("models/demo --port 0 --pipeline-parallel-size 2", "--pipeline-parallel-size 2");
+    expect_refused("models/demo --port 0 --data-parallel-size 2", "--data-parallel-size 2");
+    expect_refused("models/demo --port 0 -q awq", "--quantization awq");
+    expect_refused("models/demo --port 0 --task embed", "--task embed");
+    expect_refused("models/demo --port 0 --runner pooling", "--runner pooling");
+    expect_refused("models/demo --port 0 --tokenizer /other/tokenizer", "--tokenizer /other/tokenizer");
+    expect_refused("models/demo --port 0 --chat-template-content-format openai", "--chat-template-content-format");
+    expect_refused("models/demo --port 0 --default-chat-template-kwargs '[1]'", "--default-chat-template-kwargs");
+    expect_refused("models/demo --port 0 --scheduling-policy lottery", "--scheduling-policy lottery");
+    expect_refused("models/demo --port 0 --enable-log-requests --disable-log-requests", "contradict");
+}
+
+// argparse takes every long flag with underscores too: the same checks answer for --max_pending_requests.
+TEST(ServeCli, UnderscoreSpellingsAreTheSameFlags) {
+    expect_refused("models/demo --port 0 --max_pending_requests 0", "--max-pending-requests must be at least 1");
+    expect_refused("models/demo --port 0 --pipeline_parallel_size=2", "--pipeline-parallel-size 2");
+    CommandResult r = run_taco("serve models/demo --no_such_flag");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE((r.out + r.err).find("--no-such-flag"), std::string::npos) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace taco::testing_util

@@ -174,7 +174,7 @@ TEST(Engine, EosStopsOnlyAfterMinTokensAndStopTokenIdsAreReported) {
     ASSERT_TRUE(stopped[0].is_ok());
     EXPECT_EQ(stopped[0]->samples[0].finish_reason, FinishReason::kStop);
     EXPECT_EQ(stopped[0]->samples[0].token_ids.back(), fourth);
-    EXPECT_EQ(stopped[0]->samples[0].stop_reason, std::to_string(fourth));
+    EXPECT_EQ(stopped[0]->samples[0].stop_token_id, fourth);
     stopping.params.min_tokens = 12;
     auto forced = engine->generate({stopping});
     EXPECT_EQ(forced[0]->samples[0].finish_reason, FinishReason::kLength);

@@ -33,7 +33,8 @@ TEST(OutputProcessor, AStopTokenIdEndsTheSampleAndIsItsStopReason) {
     ASSERT_EQ(delta->samples.size(), 2u);
     EXPECT_EQ(delta->samples[0].finish_reason, std::nullopt);
     EXPECT_EQ(delta->samples[1].token_ids, std::vector<int32_t>({9}));
-    EXPECT_EQ(delta->samples[1].stop_reason, "9");
+    EXPECT_EQ(delta->samples[1].stop_token_id, 9);
+    EXPECT_EQ(delta->samples[1].stop_reason, "");
     EXPECT_EQ(out.output_ids(0), std::vector<int32_t>({5, 9}));
 }
 
@@ -43,6 +44,7 @@ TEST(OutputProcessor, EosStopsWithNoStopReasonUnlessIgnored) {
     OutputProcessor out = make(p);
     EXPECT_EQ(out.append_token(0, kEos, nullptr, 0, false), FinishReason::kStop);
     EXPECT_EQ(out.whole(0).stop_reason, "");
+    EXPECT_FALSE(out.whole(0).stop_token_id.has_value());
 
     SamplingParams ignoring = params_with(10);
     ignoring.ignore_eos = true;

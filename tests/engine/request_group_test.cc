@@ -165,3 +165,34 @@ TEST(RequestGroup, BestOfFinalOutputCarriesThePromptAndTheBestSamples) {
 
 }  // namespace
 }  // namespace taco
+
+namespace taco {
+namespace {
+
+TEST(RequestGroup, BadWordBansTheLastTokenOnceTheOutputEndsWithTheRest) {
+    RequestGroup group = make_group(sampled(1));
+    group.set_bad_word_ids({{7}, {1, 2, 3}});
+    std::vector<int32_t> bans;
+    group.bad_word_bans({}, bans);
+    EXPECT_EQ(bans, (std::vector<int32_t>{7}));  // a one-token word is banned from the start
+    bans.clear();
+    group.bad_word_bans(std::vector<int32_t>{9, 1, 2}, bans);
+    EXPECT_EQ(bans, (std::vector<int32_t>{7, 3}));
+    bans.clear();
+    group.bad_word_bans(std::vector<int32_t>{1, 2, 9}, bans);  // the prefix must end the output
+    EXPECT_EQ(bans, (std::vector<int32_t>{7}));
+    bans.clear();
+    group.bad_word_bans(std::vector<int32_t>{2}, bans);  // too short for the prefix
+    EXPECT_EQ(bans, (std::vector<int32_t>{7}));
+}
+
+TEST(RequestGroup, AllowedTokenIdsSuppressEveryOtherTokenOfTheVocabulary) {
+    SamplingParams p = sampled(1);
+    p.allowed_token_ids = {2, 5};
+    RequestGroup group(3, kPrompt, p, nullptr, {}, 0, /*vocab_size=*/7);
+    EXPECT_EQ(group.disallowed_ids(), (std::vector<int32_t>{0, 1, 3, 4, 6}));
+    EXPECT_TRUE(make_group(sampled(1)).disallowed_ids().empty());
+}
+
+}  // namespace
+}  // namespace taco

@@ -119,6 +119,45 @@ TEST(Scheduler, OutOfBlocksPreemptsTheNewestAndEveryRequestFinishes) {
     EXPECT_EQ(h.kv.num_available_blocks(), 6);
 }
 
+TEST(Scheduler, PriorityPolicyAdmitsTheLowestPriorityValueFirstThenByArrival) {
+    SchedulerConfig c = config(4096, /*max_seqs=*/1);
+    c.policy = SchedulingPolicy::kPriority;
+    Harness h(64, c);
+    const std::pair<RequestId, int64_t> arrivals[] = {{1, 5}, {2, 0}, {3, -2}, {4, 0}};
+    for (const auto& [id, priority] : arrivals) {
+        auto r = make_request(id, 4, 1, int32_t(id * 100));
+        r->priority = priority;
+        ASSERT_TRUE(h.scheduler.add_request(std::move(r)).is_ok());
+    }
+    while (h.scheduler.has_work() && h.num_steps < 100) h.step();
+    EXPECT_EQ(h.finished, (std::vector<RequestId>{3, 2, 4, 1}));
+}
+
+TEST(Scheduler, FcfsPolicyAdmitsInArrivalOrder) {
+    Harness h(64, config(4096, /*max_seqs=*/1));
+    for (RequestId id = 1; id <= 3; ++id) ASSERT_TRUE(h.scheduler.add_request(make_request(id, 4, 1)).is_ok());
+    while (h.scheduler.has_work() && h.num_steps < 100) h.step();
+    EXPECT_EQ(h.finished, (std::vector<RequestId>{1, 2, 3}));
+}
+
+TEST(Scheduler, PriorityPolicyPreemptsTheLeastUrgentRunningRequest) {
+    // 6 blocks of 16 tokens; each request grows to 60 tokens (4 blocks): they cannot all run to the end together.
+    // The urgent request arrives last, yet the others give way to it and it finishes first.
+    SchedulerConfig c = config(4096);
+    c.policy = SchedulingPolicy::kPriority;
+    Harness h(6, c, /*prefix_caching=*/false);
+    for (RequestId id = 1; id <= 3; ++id) {
+        auto r = make_request(id, 20, 40, int32_t(id * 100));
+        r->priority = id == 3 ? -1 : 1;
+        ASSERT_TRUE(h.scheduler.add_request(std::move(r)).is_ok());
+    }
+    while (h.scheduler.has_work() && h.num_steps < 1000) h.step();
+    ASSERT_EQ(h.finished.size(), 3u);
+    EXPECT_EQ(h.finished[0], 3);
+    EXPECT_GT(h.scheduler.num_preemptions(), 0);
+    EXPECT_EQ(h.kv.num_available_blocks(), 6);
+}
+
 TEST(Scheduler, PrefixHitStartsComputationAfterTheCachedBlocks) {
     Harness h(64, config(4096));
     ASSERT_TRUE(h.scheduler.add_request(make_request(1, 50, 1)).is_ok());

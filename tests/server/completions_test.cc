@@ -143,5 +143,37 @@ TEST(ServerCompletions, ModelsVersionHealthAndMetricsRoutes) {
         << metrics.body;
 }
 
+// The rest of vLLM's serving metrics, each observed once per finished request (or per step).
+TEST(ServerCompletions, MetricsCoverVllmsRequestPhasesTokenCountsAndCacheConfig) {
+    TestServer s(kLlama);
+    ASSERT_EQ(post(s.port, "/v1/completions", {{"prompt", {1, 3, 5}}, {"max_tokens", 4}, {"ignore_eos", true}}).status,
+              200);
+    const std::string body = http_call(s.port, "GET", "/metrics", "").body;
+    const std::string labels = "{model_name=\"test-model\"}";
+    for (const char* name :
+         {"vllm:request_queue_time_seconds", "vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+          "vllm:request_inference_time_seconds", "vllm:request_prompt_tokens", "vllm:request_generation_tokens",
+          "vllm:request_params_n", "vllm:request_params_max_tokens"})
+        EXPECT_NE(body.find(std::string(name) + "_count" + labels + " 1\n"), std::string::npos) << name << body;
+    EXPECT_NE(body.find("vllm:request_prompt_tokens_sum" + labels + " 3\n"), std::string::npos) << body;
+    EXPECT_NE(body.find("vllm:request_generation_tokens_sum" + labels + " 4\n"), std::string::npos) << body;
+    EXPECT_NE(body.find("vllm:request_params_max_tokens_sum" + labels + " 4\n"), std::string::npos) << body;
+    // Four tokens, three gaps between them (the first is the time to first token).
+    EXPECT_NE(body.find("vllm:inter_token_latency_seconds_count" + labels + " 3\n"), std::string::npos) << body;
+    EXPECT_NE(body.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 1"),
+              std::string::npos);
+    // One step computed the prompt (3 tokens), then one token per step.
+    const int64_t steps = s.engine->stats().num_steps;
+    EXPECT_NE(body.find("vllm:iteration_tokens_total_count" + labels + " " + std::to_string(steps) + "\n"),
+              std::string::npos)
+        << body;
+    EXPECT_NE(body.find("vllm:iteration_tokens_total_bucket{model_name=\"test-model\",le=\"1.0\"} " +
+                        std::to_string(steps - 1) + "\n"),
+              std::string::npos)
+        << body;
+    EXPECT_NE(body.find("vllm:cache_config_info{block_size=\"16\""), std::string::npos) << body;
+    EXPECT_NE(body.find("num_gpu_blocks=\"256\""), std::string::npos) << body;
+}
+
 }  // namespace
 }  // namespace taco::server::testing

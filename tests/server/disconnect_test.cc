@@ -33,7 +33,8 @@ TEST(ServerDisconnect, NonStreamingClientThatLeavesAbortsItsRequestAndFreesKv) {
     EXPECT_EQ(s.server->num_in_flight(), 0);
     EXPECT_LT(s.engine->stats().generation_tokens_total, 900);
     HttpResult metrics = http_call(s.port, "GET", "/metrics", "");
-    EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\"} 0"), std::string::npos);
+    EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 0"),
+              std::string::npos);
 }
 
 TEST(ServerDisconnect, KeepAliveConnectionServesNonStreamingRequestsOneAfterAnother) {

@@ -168,7 +168,8 @@ TEST(ServerEchoLogprobs, ParametersThatCannotGoTogetherAreRejected) {
     expect_400("/v1/completions", {{"prompt", "hi"}, {"prompt_logprobs", 1}, {"stream", true}}, "prompt_logprobs");
     expect_400("/v1/completions", {{"prompt", "hi"}, {"echo", true}, {"logprobs", 30}, {"max_tokens", 0}}, "logprobs");
     const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
-    expect_400("/v1/chat/completions", {{"messages", messages}, {"echo", true}}, "echo");
+    // Chat's echo is honoured (VllmFields.EchoOnChatPrependsTheLastAssistantMessage); a non-boolean is refused.
+    expect_400("/v1/chat/completions", {{"messages", messages}, {"echo", "yes"}}, "echo");
     expect_400("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 0}}, "max_tokens");
     // echo without logprobs and max_tokens 0 is the prompt alone.
     HttpResult r = post(s.port, "/v1/completions", {{"prompt", "hi there"}, {"echo", true}, {"max_tokens", 0}});

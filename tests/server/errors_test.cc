@@ -174,7 +174,8 @@ TEST(ServerErrors, ClientDisconnectMidStreamAbortsAndFreesKv) {
     EXPECT_EQ(s.engine->stats().kv_cache_usage, 0.0);
     EXPECT_EQ(s.server->num_in_flight(), 0);
     HttpResult metrics = http_call(s.port, "GET", "/metrics", "");
-    EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\"} 0"), std::string::npos);
+    EXPECT_NE(metrics.body.find("vllm:request_success_total{model_name=\"test-model\",finished_reason=\"length\"} 0"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -161,12 +161,14 @@ int unused_loopback_port() {
     return probe.local_endpoint().port();
 }
 
-TestServer::TestServer(const std::string& model_dir, ApiServerOptions options) {
+TestServer::TestServer(const std::string& model_dir, ApiServerOptions options,
+                       const std::function<void(EngineConfig&)>& configure) {
     EngineConfig config;
     config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
     config.model_dir = std::string(TACO_SOURCE_DIR) + "/" + model_dir;
     config.num_device_blocks = 256;
     config.max_num_seqs = 16;
+    if (configure) configure(config);
     auto created = Engine::create(config);
     if (!created) throw std::runtime_error(created.status().message());
     engine = std::move(*created);

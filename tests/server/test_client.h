@@ -2,6 +2,7 @@
 // test_client.cc alone, so the many tests that include this header do not compile it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +77,9 @@ struct TestServer {
     std::unique_ptr<ApiServer> server;
     int port = 0;
 
-    explicit TestServer(const std::string& model_dir, ApiServerOptions options = {});
+    // `configure`, when given, changes the engine's config before the engine is made (--scheduling-policy, ...).
+    explicit TestServer(const std::string& model_dir, ApiServerOptions options = {},
+                        const std::function<void(EngineConfig&)>& configure = nullptr);
     ~TestServer();
 };
 

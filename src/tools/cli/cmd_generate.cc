@@ -61,6 +61,7 @@ json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
                 {"text", tokenizer ? json(s.text) : json(nullptr)},
                 {"finish_reason", s.finish_reason ? std::string(finish_reason_name(*s.finish_reason)) : ""}};
     if (!s.stop_reason.empty()) out["stop_reason"] = s.stop_reason;
+    if (s.stop_token_id) out["stop_reason"] = *s.stop_token_id;
     if (!s.logprobs.empty()) {
         json lps = json::array();
         for (const SampleLogprobs& lp : s.logprobs) {

@@ -1,6 +1,8 @@
 // `taco_llm serve MODEL [vLLM's flags]`: the OpenAI-compatible HTTP server. Flag names and defaults follow
-// `vllm serve`, so pasted vLLM command lines work; vLLM flags without a meaning here are accepted with a
-// one-line warning, any other flag is an error naming it.
+// `vllm serve`, so pasted vLLM command lines work (with dashes or underscores: main.cc). vLLM flags that only tune
+// vLLM's Python internals are accepted as no-ops with a one-line warning (listed in --help); a flag whose feature
+// does not exist here (LoRA, pipeline or data parallelism, TLS, ...) is an error naming it; any other flag is an
+// error naming it.
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "core/file_util.h"
+#include "core/json_util.h"
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_server.h"
@@ -39,6 +42,39 @@ struct ServeArgs {
     std::string tool_call_parser;           // --tool-call-parser NAME
     std::string reasoning_parser;           // --reasoning-parser NAME
     double shutdown_timeout_s = 5;
+    std::string tokenizer;                       // --tokenizer: must be the model's own
+    std::string task = "auto", runner = "auto";  // --task / --runner: generation only
+    int64_t data_parallel_size = 1, pipeline_parallel_size = 1;
+    std::string quantization;  // -q / --quantization: none only
+    std::string chat_template_content_format = "auto";
+    std::string default_chat_template_kwargs;  // JSON object
+    std::string hf_token;
+    bool enable_log_requests = false;
+};
+
+// vLLM flags of features taco-llm does not have: an error naming the flag, before anything loads.
+struct UnsupportedFlag {
+    const char* name;
+    bool has_value;
+    const char* why;
+};
+constexpr UnsupportedFlag kUnsupportedFlags[] = {
+    {"--enable-lora", false, "LoRA adapters are not implemented yet"},
+    {"--lora-modules", true, "LoRA adapters are not implemented yet"},
+    {"--max-loras", true, "LoRA adapters are not implemented yet"},
+    {"--max-lora-rank", true, "LoRA adapters are not implemented yet"},
+    {"--limit-mm-per-prompt", true, "multimodal models are not implemented yet"},
+    {"--speculative-config", true, "speculative decoding is not configurable yet"},
+    {"--ssl-keyfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
+    {"--ssl-certfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
+    {"--ssl-ca-certs", true, "TLS is not implemented; put a TLS proxy in front of the server"},
+    {"--allowed-origins", true, "CORS is not implemented"},
+    {"--allowed-methods", true, "CORS is not implemented"},
+    {"--allowed-headers", true, "CORS is not implemented"},
+    {"--allow-credentials", false, "CORS is not implemented"},
+    {"--enable-request-id-headers", false, "X-Request-Id headers are not implemented"},
+    {"--hf-overrides", true, "overriding the model's config is not implemented"},
+    {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
 
 // vLLM flags that change nothing here yet: {name, takes a value}.
@@ -52,11 +88,18 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--disable-custom-all-reduce", false},
     {"--disable-frontend-multiprocessing", false},
     {"--kv-cache-dtype", true},
-    {"--quantization", true},
     {"--tokenizer-mode", true},
+    {"--revision-tokenizer", true},
+    {"--max-log-len", true},
+    {"--disable-uvicorn-access-log", false},
+    {"--enable-prompt-tokens-details", false},
+    {"--max-num-partial-prefills", true},
+    {"--max-long-partial-prefills", true},
+    {"--long-prefill-token-threshold", true},
+    {"--compilation-config", true},
+    {"--root-path", true},
     {"--cpu-offload-gb", true},
     {"--max-logprobs", true},
-    {"--pipeline-parallel-size", true},
     {"--distributed-executor-backend", true},
     {"--uvicorn-log-level", true},
     {"--max-seq-len-to-capture", true},
@@ -76,6 +119,34 @@ void run_serve(ServeArgs& args) {
     }
     // The name the API reports by default: MODEL as given, or "demo" for the built-in model.
     const std::string model_arg = demo ? std::string("demo") : model;
+    if (!args.tokenizer.empty() &&
+        std::filesystem::weakly_canonical(args.tokenizer) != std::filesystem::weakly_canonical(model))
+        fail(fmt::format("--tokenizer {}: only the model's own tokenizer is supported (leave the flag out)",
+                         args.tokenizer));
+    for (const auto& [flag, value] :
+         {std::pair<const char*, std::string>{"--task", args.task}, {"--runner", args.runner}})
+        if (value != "auto" && value != "generate")
+            fail(fmt::format("{} {}: only text generation ('generate') is supported", flag, value));
+    if (args.data_parallel_size != 1)
+        fail(fmt::format("--data-parallel-size {}: data parallelism is not implemented; only 1 is supported",
+                         args.data_parallel_size));
+    if (args.pipeline_parallel_size != 1)
+        fail(fmt::format("--pipeline-parallel-size {}: pipeline parallelism is not implemented; only 1 is supported",
+                         args.pipeline_parallel_size));
+    if (!args.quantization.empty() && args.quantization != "none")
+        fail(fmt::format("--quantization {}: quantized checkpoints are not supported yet", args.quantization));
+    if (args.chat_template_content_format != "auto" && args.chat_template_content_format != "string")
+        fail(
+            fmt::format("--chat-template-content-format {}: only 'auto' and 'string' (text parts joined) are "
+                        "supported",
+                        args.chat_template_content_format));
+    if (!args.default_chat_template_kwargs.empty()) {
+        auto kwargs = parse_json(args.default_chat_template_kwargs);
+        if (!kwargs || !kwargs->is_object())
+            fail("--default-chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
+        args.server.default_chat_template_kwargs = *kwargs;
+    }
+    if (!args.hf_token.empty()) setenv("HF_TOKEN", args.hf_token.c_str(), 1);  // read by the hub downloader
     if (args.tensor_parallel_size != 1)
         fail(
             fmt::format("--tensor-parallel-size {}: tensor parallelism is not implemented in this build; only 1 is "
@@ -120,6 +191,8 @@ void run_serve(ServeArgs& args) {
     options.model_dir = model;
     options.served_model_names =
         args.served_model_names.empty() ? std::vector<std::string>{model_arg} : args.served_model_names;
+    if (args.enable_log_requests && args.disable_log_requests)
+        fail("--enable-log-requests and --disable-log-requests contradict each other; give one");
     options.log_requests = !args.disable_log_requests;
     options.generation_config = args.generation_config;
     options.http.num_threads = args.num_io_threads;
@@ -205,6 +278,39 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                   "Render no tools into the prompt when a request's tool_choice is \"none\"");
     sub->add_option("--reasoning-parser", args->reasoning_parser,
                     "Split <think>...</think> into reasoning_content: deepseek_r1, qwen3");
+    sub->add_flag("--trust-request-chat-template", args->server.trust_request_chat_template,
+                  "Render a request's own chat_template (else such a request is refused with a 400)");
+    sub->add_option("--response-role", args->server.response_role, "The role of chat replies")->capture_default_str();
+    sub->add_flag("--enable-log-requests", args->enable_log_requests, "Log each request (the default)");
+    sub->add_flag("--disable-fastapi-docs", args->server.disable_docs, "Do not serve /openapi.json");
+    sub->add_flag("--enable-force-include-usage", args->server.force_include_usage,
+                  "Every streamed reply ends with a usage chunk, as if stream_options.include_usage were set");
+    sub->add_option("--tokenizer", args->tokenizer, "Tokenizer folder: the model's own only (default: MODEL)");
+    sub->add_option("--task", args->task, "vLLM's task: auto or generate")->capture_default_str();
+    sub->add_option("--runner", args->runner, "vLLM's runner: auto or generate")->capture_default_str();
+    sub->add_option("--data-parallel-size", args->data_parallel_size, "Data-parallel replicas (1 only)")
+        ->capture_default_str();
+    sub->add_option("--pipeline-parallel-size", args->pipeline_parallel_size, "Pipeline stages (1 only)")
+        ->capture_default_str();
+    sub->add_option("--quantization,-q", args->quantization, "Quantization method: none only (for now)");
+    sub->add_option("--chat-template-content-format", args->chat_template_content_format,
+                    "How message content reaches the template: auto or string (text parts joined with newlines)")
+        ->capture_default_str();
+    sub->add_option("--default-chat-template-kwargs", args->default_chat_template_kwargs,
+                    "JSON object of chat-template variables for every request (a request's chat_template_kwargs win)");
+    sub->add_option("--hf-token", args->hf_token, "Hugging Face token for hub downloads (default: $HF_TOKEN)");
+    sub->add_option_function<std::string>(
+        "-O", [](const std::string&) { log_warn("-O (vLLM's compilation level) is accepted and has no effect here"); },
+        "vLLM's torch.compile level: no effect here");
+    for (const UnsupportedFlag& flag : kUnsupportedFlags) {
+        const std::string message = fmt::format("{}: {}", flag.name, flag.why);
+        if (flag.has_value)
+            sub->add_option_function<std::string>(
+                flag.name, [message](const std::string&) { fail(message); }, "not supported: an error");
+        else
+            sub->add_flag_callback(
+                flag.name, [message] { fail(message); }, "not supported: an error");
+    }
     add_engine_flags(sub, args->engine);
     auto ignored = std::make_shared<std::vector<std::string>>();
     for (const IgnoredFlag& flag : kIgnoredFlags) {

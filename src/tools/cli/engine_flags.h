@@ -71,6 +71,19 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
                     "Decode batch sizes captured as CUDA graphs at start (default: 1 2 4 8 16 ... up to "
                     "--max-num-seqs); larger decode steps and all prefill steps run eagerly")
         ->expected(1, int(limits::kMaxNumSeqs));
+    app->add_option_function<std::string>(
+           "--scheduling-policy",
+           [&config](const std::string& value) {
+               if (value == "fcfs")
+                   config.scheduling_policy = SchedulingPolicy::kFcfs;
+               else if (value == "priority")
+                   config.scheduling_policy = SchedulingPolicy::kPriority;
+               else
+                   throw CLI::ValidationError(fmt::format("--scheduling-policy {}: expected fcfs or priority", value));
+           },
+           "fcfs (first come, first served) or priority (a request's 'priority', lower first, then arrival; the "
+           "least urgent running request is preempted first)")
+        ->default_str("fcfs");
     app->add_option("--seed", config.seed, "Seed for requests that carry no seed of their own")->capture_default_str();
 }
 

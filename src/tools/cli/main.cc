@@ -47,10 +47,16 @@ void fail(const std::string& message, int exit_code) {
 namespace {
 
 // vLLM spells --tensor-parallel-size also `-tp`, a multi-letter single-dash option that CLI11 cannot declare: it
-// is rewritten before parsing ("-tp N" and "-tp=N"). Arguments after "--" are left alone.
+// is rewritten before parsing ("-tp N" and "-tp=N"). vLLM (argparse) also takes every long flag with underscores
+// (--max_model_len): a flag's name, up to any '=', has its underscores turned into dashes. Arguments after "--"
+// are left alone.
 std::vector<std::string> rewrite_vllm_short_options(int argc, char** argv) {
     std::vector<std::string> args(argv, argv + argc);
     for (size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+        if (args[i].rfind("--", 0) == 0) {
+            const size_t name_end = std::min(args[i].find('='), args[i].size());
+            std::replace(args[i].begin() + 2, args[i].begin() + std::ptrdiff_t(name_end), '_', '-');
+        }
         if (args[i] == "-tp")
             args[i] = "--tensor-parallel-size";
         else if (args[i].rfind("-tp=", 0) == 0)

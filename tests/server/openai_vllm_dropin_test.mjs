@@ -1,0 +1,86 @@
+// vLLM drop-in with the official OpenAI npm client (openai@6): `taco_llm serve` (the demo model) started with a
+// pasted vLLM command line (underscore spellings, no-op tuning flags, --response-role, --default-chat-template-kwargs,
+// --enable-force-include-usage, --scheduling-policy priority), then /v1/responses (create, stream), models.retrieve,
+// /openapi.json and a few vLLM request fields through the client.
+// Usage: node tests/server/openai_vllm_dropin_test.mjs PATH/TO/taco_llm   (exit 77: client not installed)
+import assert from 'node:assert/strict';
+
+import { OpenAI, startServer } from './openai_test_support.mjs';
+
+const binary = process.argv[2];
+const { server, port } = await startServer(binary, [
+  '--max_model_len', '512', '--max-num-seqs=8', '--enable_prefix_caching', '-O', '3', '--max-log-len', '100',
+  '--uvicorn-log-level', 'warning', '--disable-uvicorn-access-log', '--response-role', 'model',
+  '--default-chat-template-kwargs', '{"unused_variable": 1}', '--enable-force-include-usage',
+  '--scheduling_policy', 'priority', '--task', 'generate', '--data-parallel-size', '1', '--served-model-name', 'demo',
+  '--api-key', 'k1', '--api-key', 'k2',
+]);
+
+try {
+  const client = new OpenAI({ apiKey: 'k2', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+
+  // --max_model_len reached the engine.
+  const model = await client.models.retrieve('demo');
+  assert.equal(model.id, 'demo');
+  assert.equal(model.max_model_len, 512);
+
+  // Responses API, whole and streamed: the same greedy text; output_text is the SDK's join of the message parts.
+  const request = { model: 'demo', input: 'Tell me a story.', instructions: 'Be brief.', max_output_tokens: 8,
+    temperature: 0 };
+  const whole = await client.responses.create(request);
+  assert.equal(whole.object, 'response');
+  assert.equal(whole.output[0].type, 'message');
+  assert.equal(whole.output[0].content[0].type, 'output_text');
+  assert.ok(whole.output_text.length > 0);
+  assert.equal(whole.usage.output_tokens, 8);
+  assert.equal(whole.status, 'incomplete');  // stopped by max_output_tokens
+  assert.equal(whole.incomplete_details.reason, 'max_output_tokens');
+  const events = [];
+  let streamed = '';
+  for await (const event of await client.responses.create({ ...request, stream: true })) {
+    events.push(event.type);
+    if (event.type === 'response.output_text.delta') streamed += event.delta;
+  }
+  assert.equal(events[0], 'response.created');
+  assert.equal(events.at(-1), 'response.incomplete');
+  assert.ok(events.includes('response.output_text.done'));
+  assert.equal(streamed, whole.output_text);
+  // A message list as input, and what the server cannot do refused naming the field.
+  const listed = await client.responses.create({ model: 'demo', max_output_tokens: 4, temperature: 0,
+    input: [{ role: 'user', content: [{ type: 'input_text', text: 'Tell me a story.' }] }] });
+  assert.equal(listed.usage.output_tokens, 4);
+  await assert.rejects(client.responses.create({ ...request, previous_response_id: 'resp_1' }),
+    (e) => e.status === 400 && e.param === 'previous_response_id');
+  await assert.rejects(client.responses.create({ ...request, tools: [{ type: 'web_search' }] }),
+    (e) => e.status === 400 && e.param === 'tools');
+
+  // --response-role: chat replies carry the role; --enable-force-include-usage: streams end with usage.
+  const chat = await client.chat.completions.create({ model: 'demo', max_tokens: 3,
+    messages: [{ role: 'user', content: 'Hi' }] });
+  assert.equal(chat.choices[0].message.role, 'model');
+  assert.match(chat.system_fingerprint, /^fp_/);
+  let usage = null;
+  for await (const chunk of await client.chat.completions.create({ model: 'demo', max_tokens: 3, stream: true,
+    messages: [{ role: 'user', content: 'Hi' }] })) {
+    if (chunk.usage) usage = chunk.usage;
+  }
+  assert.equal(usage?.completion_tokens, 3);
+
+  // priority is served under --scheduling-policy priority; beam search is refused naming the field.
+  const urgent = await client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 2, priority: -5 });
+  assert.equal(urgent.choices.length, 1);
+  await assert.rejects(client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 2, use_beam_search: true }),
+    (e) => e.status === 400 && e.param === 'use_beam_search');
+
+  // The key guards /v1/* only, in any case of the scheme; /openapi.json lists the routes.
+  const bad = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { Authorization: 'Bearer nope' } });
+  assert.equal(bad.status, 401);
+  const lower = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { Authorization: 'bearer k1' } });
+  assert.equal(lower.status, 200);
+  const openapi = await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json();
+  assert.ok(openapi.paths['/v1/responses'].post);
+  assert.ok(openapi.paths['/v1/chat/completions'].post);
+  console.log('openai vLLM drop-in test: ok');
+} finally {
+  server.kill('SIGTERM');
+}
