@@ -70,6 +70,17 @@ Status read_token_id(const json& v, const char* key, int32_t& out) {
     return Status::ok();
 }
 
+// A JSON list of token ids (the caller checked it is an array) into `out`, replacing what it held.
+Status read_token_ids(const json& v, const char* key, std::vector<int32_t>& out) {
+    out.clear();
+    for (const json& id : v) {
+        int32_t token = 0;
+        TACO_RETURN_IF_ERROR(read_token_id(id, key, token));
+        out.push_back(token);
+    }
+    return Status::ok();
+}
+
 }  // namespace
 
 bool is_sampling_key(const std::string& key) {
@@ -120,12 +131,7 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
             }
         } else if (key == "stop_token_ids") {
             if (!v.is_array()) return error("'stop_token_ids' must be a list of token ids, got {}", json_excerpt(v));
-            p.stop_token_ids.clear();
-            for (const json& id : v) {
-                int32_t token = 0;
-                TACO_RETURN_IF_ERROR(read_token_id(id, k, token));
-                p.stop_token_ids.push_back(token);
-            }
+            TACO_RETURN_IF_ERROR(read_token_ids(v, k, p.stop_token_ids));
         } else if (key == "presence_penalty") {
             TACO_RETURN_IF_ERROR(read_double(v, k, p.presence_penalty));
         } else if (key == "frequency_penalty") {
@@ -170,12 +176,7 @@ Status apply_sampling_json(const json& object, SamplingParams& p) {
             // vLLM refuses an empty list (it would allow nothing).
             if (!v.is_array() || v.empty())
                 return error("'allowed_token_ids' must be a non-empty list of token ids, got {}", json_excerpt(v));
-            p.allowed_token_ids.clear();
-            for (const json& id : v) {
-                int32_t token = 0;
-                TACO_RETURN_IF_ERROR(read_token_id(id, k, token));
-                p.allowed_token_ids.push_back(token);
-            }
+            TACO_RETURN_IF_ERROR(read_token_ids(v, k, p.allowed_token_ids));
         } else if (key == "bad_words") {
             if (!v.is_array()) return error("'bad_words' must be a list of strings, got {}", json_excerpt(v));
             p.bad_words.clear();

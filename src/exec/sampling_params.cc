@@ -16,6 +16,16 @@ Status check_logprobs(const char* name, const std::optional<int64_t>& value) {
     return Status::ok();
 }
 
+// Every id of the list `name` within [0, vocab_size) (vocab_size 0: unknown, only the sign is checked).
+Status check_token_ids(const char* name, const std::vector<int32_t>& ids, int64_t vocab_size) {
+    for (int32_t token : ids) {
+        if (token < 0) return error("{}: token id {} is negative", name, token);
+        if (vocab_size > 0 && token >= vocab_size)
+            return error("{}: token id {} is outside the vocabulary [0, {})", name, token, vocab_size);
+    }
+    return Status::ok();
+}
+
 }  // namespace
 
 Status SamplingParams::validate(int64_t vocab_size) const {
@@ -57,11 +67,7 @@ Status SamplingParams::validate(int64_t vocab_size) const {
     if (min_tokens < 0) return error("min_tokens must be non-negative, got {}", min_tokens);
     if (min_tokens > max_tokens)
         return error("min_tokens ({}) must not exceed max_tokens ({})", min_tokens, max_tokens);
-    for (int32_t token : stop_token_ids) {
-        if (token < 0) return error("stop_token_ids: token id {} is negative", token);
-        if (vocab_size > 0 && token >= vocab_size)
-            return error("stop_token_ids: token id {} is outside the vocabulary [0, {})", token, vocab_size);
-    }
+    TACO_RETURN_IF_ERROR(check_token_ids("stop_token_ids", stop_token_ids, vocab_size));
     if (stop.size() > limits::kMaxStopStrings)
         return error("stop: at most {} strings (limits::kMaxStopStrings), got {}", limits::kMaxStopStrings,
                      stop.size());
@@ -74,11 +80,7 @@ Status SamplingParams::validate(int64_t vocab_size) const {
     if (stop_token_ids.size() > limits::kMaxStopTokenIds)
         return error("stop_token_ids: at most {} ids (limits::kMaxStopTokenIds), got {}", limits::kMaxStopTokenIds,
                      stop_token_ids.size());
-    for (int32_t token : allowed_token_ids) {
-        if (token < 0) return error("allowed_token_ids: token id {} is negative", token);
-        if (vocab_size > 0 && token >= vocab_size)
-            return error("allowed_token_ids: token id {} is outside the vocabulary [0, {})", token, vocab_size);
-    }
+    TACO_RETURN_IF_ERROR(check_token_ids("allowed_token_ids", allowed_token_ids, vocab_size));
     if (bad_words.size() > limits::kMaxStopStrings)
         return error("bad_words: at most {} words (limits::kMaxStopStrings), got {}", limits::kMaxStopStrings,
                      bad_words.size());

@@ -226,14 +226,18 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     return error_reply({404, fmt::format("no route {} {}", request.method, path), "", "NotFoundError"});
 }
 
+std::optional<HandlerResult> ApiServer::refuse_when_full() const {
+    if (in_flight_.load() < options_.max_pending_requests) return std::nullopt;
+    return error_reply(
+        {503,
+         fmt::format("the server is at its limit of {} requests in flight; retry later", options_.max_pending_requests),
+         "", "ServiceUnavailableError"},
+        {{"Retry-After", "1"}});
+}
+
 HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoint) {
     const auto arrival = CompletionReply::Clock::now();
-    if (in_flight_.load() >= options_.max_pending_requests)
-        return error_reply({503,
-                            fmt::format("the server is at its limit of {} requests in flight; retry later",
-                                        options_.max_pending_requests),
-                            "", "ServiceUnavailableError"},
-                           {{"Retry-After", "1"}});
+    if (auto full = refuse_when_full()) return std::move(*full);
     ApiError error;
     auto body = parse_body(request, error);
     if (!body) return error_reply(error);
@@ -275,12 +279,7 @@ HandlerResult ApiServer::submit_error(const Status& status, const std::string& p
 }
 
 HandlerResult ApiServer::responses(const HttpRequest& request) {
-    if (in_flight_.load() >= options_.max_pending_requests)
-        return error_reply({503,
-                            fmt::format("the server is at its limit of {} requests in flight; retry later",
-                                        options_.max_pending_requests),
-                            "", "ServiceUnavailableError"},
-                           {{"Retry-After", "1"}});
+    if (auto full = refuse_when_full()) return std::move(*full);
     ApiError error;
     auto body = parse_body(request, error);
     if (!body) return error_reply(error);

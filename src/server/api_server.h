@@ -63,6 +63,8 @@ private:
     HandlerResult detokenize(const HttpRequest& request);
     HandlerResult invocations(const HttpRequest& request);
     HandlerResult responses(const HttpRequest& request);
+    // A 503 with Retry-After while max_pending_requests requests are in flight, else nothing.
+    std::optional<HandlerResult> refuse_when_full() const;
     // The engine error of a submit as a 400 (param: the sampling key it names, or `prompt_param` for the prompt).
     static HandlerResult submit_error(const Status& status, const std::string& prompt_param);
     HandlerResult models() const;
