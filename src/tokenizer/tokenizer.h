@@ -48,6 +48,10 @@ public:
     struct Impl;
 
 private:
+    // from_json_text's work; it may throw nlohmann::json::exception, which from_json_text turns into the error.
+    static Result<std::unique_ptr<Tokenizer>> build_from_json_text(const std::string& tokenizer_json,
+                                                                   const std::string& config_json,
+                                                                   const std::string& name);
     explicit Tokenizer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

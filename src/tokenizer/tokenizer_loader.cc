@@ -51,6 +51,11 @@ Result<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j) {
         AddedToken a;
         a.content = t["content"].get<std::string>();
         a.id = int32_t(id);
+        // The flags are booleans when present ("special": "<s>" is an error naming the entry and the key).
+        for (const char* key : {"single_word", "lstrip", "rstrip", "special", "normalized"})
+            if (t.contains(key) && !t[key].is_boolean())
+                return error("added_tokens: entry {} has \"{}\" {}, not true or false", json_excerpt(t), key,
+                             json_excerpt(t[key]));
         a.single_word = t.value("single_word", false);
         a.lstrip = t.value("lstrip", false);
         a.rstrip = t.value("rstrip", false);
@@ -77,6 +82,18 @@ Result<std::string> read_file(const std::string& path) {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(const std::string& tokenizer_json,
                                                              const std::string& config_json, const std::string& name) {
+    // The components read their optional fields with nlohmann's value(), which throws on a field of the wrong type
+    // (a string where a boolean belongs): that is an error naming the file, never an exception out of the loader.
+    try {
+        return build_from_json_text(tokenizer_json, config_json, name);
+    } catch (const nlohmann::json::exception& e) {
+        return error("{}: a field has the wrong type ({})", name, e.what());
+    }
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build_from_json_text(const std::string& tokenizer_json,
+                                                                   const std::string& config_json,
+                                                                   const std::string& name) {
     auto scanned = scan_tokenizer_json(tokenizer_json);
     if (!scanned) return scanned.status().with_context(name);
     auto parsed = parse_json(scanned->rest);

@@ -98,5 +98,27 @@ TEST(TokenizerErrors, SmallTokenizerEncodesAndDecodes) {
     EXPECT_EQ((*tok)->decode({2, 999}), "ab");  // unknown ids are skipped
 }
 
+// Found by fuzz_tokenizer_json: an added token's flag of the wrong type threw out of the loader (the process ended).
+TEST(TokenizerErrors, AddedTokenFlagOfTheWrongTypeIsNamed) {
+    const std::string text = R"({"version": "1.0", "added_tokens": [{"id": 5, "content": "<s>", "special": "<s>"}],
+        "normalizer": null, "pre_tokenizer": {"type": "ByteLevel"}, "post_processor": null,
+        "decoder": {"type": "ByteLevel"}, "model": )" +
+                             std::string(kModel) + "}";
+    auto tok = Tokenizer::from_json_text(text, "");
+    ASSERT_FALSE(tok.is_ok());
+    EXPECT_NE(tok.status().message().find("\"special\" \"<s>\", not true or false"), std::string::npos)
+        << tok.status().message();
+}
+
+// Any component's optional field of the wrong type is an error naming the file, not an exception.
+TEST(TokenizerErrors, ComponentFieldOfTheWrongTypeNamesTheFile) {
+    auto tok = Tokenizer::from_json_text(
+        tokenizer_json(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "fuse_unk": "yes"})"), "",
+        "t/tokenizer.json");
+    ASSERT_FALSE(tok.is_ok());
+    EXPECT_NE(tok.status().message().find("t/tokenizer.json: a field has the wrong type"), std::string::npos)
+        << tok.status().message();
+}
+
 }  // namespace
 }  // namespace taco
