@@ -1,7 +1,10 @@
 // The decode GEMMs of the Llama-3.1-8B shape on the GPU, against the device's copy bandwidth (BENCHMARKS.md, issue 13's
 // skinny-GEMM target: >= 85% of the copy bandwidth on every decode matrix).
 //   BM_DeviceCopy:  cudaMemcpyAsync of 1 GiB device to device; bytes read + written per second (the ceiling).
-//   BM_Skinny:      the skinny kernel (kernels/cuda/skinny_gemm.h), M rows of bf16 x against an N x K bf16 matrix.
+//   BM_Skinny:      the skinny kernel (kernels/cuda/skinny_gemm.h) as ops::matmul runs it, M rows of bf16 x against
+//                   an N x K bf16 matrix: its bulk-copy build on Hopper, else its register build.
+//   BM_SkinnyRegisters: the register build on any GPU (the bulk build's before, side by side).
+//   BM_SkinnyBulk:  the bulk-copy build's tunings at M = 1: arguments N, K, stages, blocks per multiprocessor.
 //   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16).
 // Arguments: M, N, K. Weights rotate through a 1 GiB pool so they come from HBM, not from the 50 MB L2. Counters:
 // weight_GBps (weight bytes per second; over BM_DeviceCopy's rw_GBps: the fraction of the copy bandwidth).
@@ -80,15 +83,27 @@ void report(benchmark::State& state, int64_t n, int64_t k) {
                                                        benchmark::Counter::kIs1000);
 }
 
-void BM_Skinny(benchmark::State& state) {
+void run_skinny(benchmark::State& state, int64_t m, int64_t n, int64_t k, const SkinnyTuning& tuning) {
     Gpu& g = gpu();
     if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
-    const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+    if (tuning.kernel == SkinnyTuning::Kernel::kBulkCopy && !skinny_bulk_available())
+        return state.SkipWithError("no bulk-copy build on this GPU (compute capability 9.0 and later)");
     time_calls(state, [&](int64_t i) {
         skinny_gemm(g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, m, n, k, DType::kBF16,
-                    n == 128256 ? DType::kF32 : DType::kBF16, g.stream->stream());
+                    n == 128256 ? DType::kF32 : DType::kBF16, g.stream->stream(), tuning);
     });
     report(state, n, k);
+}
+
+void BM_Skinny(benchmark::State& state) { run_skinny(state, state.range(0), state.range(1), state.range(2), {}); }
+
+void BM_SkinnyRegisters(benchmark::State& state) {
+    run_skinny(state, state.range(0), state.range(1), state.range(2), {SkinnyTuning::Kernel::kRegisters, 0, 0});
+}
+
+void BM_SkinnyBulk(benchmark::State& state) {
+    run_skinny(state, 1, state.range(0), state.range(1),
+               {SkinnyTuning::Kernel::kBulkCopy, int(state.range(2)), int(state.range(3))});
 }
 
 void BM_Cublas(benchmark::State& state) {
@@ -122,8 +137,22 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
             b->Args({m, n, k});
 }
 
+// The bulk build's ring depth and blocks per multiprocessor on each decode matrix at M = 1.
+void bulk_tunings(benchmark::internal::Benchmark* b) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096},
+                        {4096, 4096},
+                        {14336, 4096},
+                        {28672, 4096},
+                        {4096, 14336},
+                        {128256, 4096}})
+        for (auto [stages, per_sm] : {std::pair{4, 1}, {8, 1}, {12, 1}, {13, 1}, {3, 2}, {4, 2}, {6, 2}})
+            b->Args({n, k, stages, per_sm});
+}
+
 BENCHMARK(BM_DeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Skinny)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SkinnyRegisters)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SkinnyBulk)->Apply(bulk_tunings)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -48,8 +48,9 @@ protected:
         ctx_ = stream_->context(nullptr);
     }
 
-    // The skinny kernel's y for host x, w (and bias [1, n] f32 or none).
-    Tensor skinny(const Tensor& x, const Tensor& w, const Tensor* bias, DType out) {
+    // The skinny kernel's y for host x, w (and bias [1, n] f32 or none), with the given build and tuning.
+    Tensor skinny(const Tensor& x, const Tensor& w, const Tensor* bias, DType out,
+                  const cuda::SkinnyTuning& tuning = {}) {
         const int64_t m = x.view().shape[0], k = x.view().shape[1], n = w.view().shape[0];
         Tensor dx = to_device(x), dw = to_device(w);
         Tensor dbias = bias != nullptr ? to_device(*bias) : Tensor();
@@ -57,63 +58,121 @@ protected:
         EXPECT_TRUE(cuda::skinny_gemm_applies(m, n, k, x.view().dtype, out, dx.view().data, dw.view().data));
         cuda::skinny_gemm(dx.view().data, dw.view().data,
                           bias != nullptr ? static_cast<const float*>(dbias.view().data) : nullptr, dy.view().data, m,
-                          n, k, x.view().dtype, out, ctx_.stream);
+                          n, k, x.view().dtype, out, ctx_.stream, tuning);
         stream_->synchronize();
         return dy;
+    }
+
+    // The builds this GPU runs: the register build everywhere, the bulk-copy build from Hopper on.
+    static std::vector<cuda::SkinnyTuning> builds() {
+        std::vector<cuda::SkinnyTuning> all = {{cuda::SkinnyTuning::Kernel::kRegisters, 0, 0}};
+        if (cuda::skinny_bulk_available()) all.push_back({cuda::SkinnyTuning::Kernel::kBulkCopy, 0, 0});
+        return all;
     }
 
     std::unique_ptr<cuda::DeviceStream> stream_;
     ExecContext ctx_;
 };
 
+// y within the fp32 accumulation's error of the exact sum (and one rounding to y's dtype), bias included.
+void expect_product(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+    const int64_t m = x.view().shape[0], k = x.view().shape[1], n = w.view().shape[0];
+    // fp32 sums of K products in [-1, 1]: error well below 1e-5 of the row's scale (sqrt(K)).
+    // A 16-bit y adds one rounding: half an epsilon of the value.
+    const DType out = y.view().dtype;
+    const double eps = out == DType::kF32 ? 0.0 : out == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double want = value(bias, j);
+            for (int64_t l = 0; l < k; ++l) want += value(x, i * k + l) * value(w, j * k + l);
+            const double got = value(y, i * n + j);
+            ASSERT_LE(std::abs(got - want), std::abs(want) * eps * 1.01 + 1e-5 * std::sqrt(double(k)))
+                << "row " << i << " col " << j << ": " << got << " vs " << want;
+        }
+}
+
 TEST_F(SkinnyGemm, AccumulatesInFp32WithTheBiasBeforeTheOneRounding) {
     std::mt19937 rng(11);
-    for (DType in : {DType::kBF16, DType::kF16}) {
-        for (int64_t m : {1, 2, 3, 5, 8, 9, 16}) {
-            for (int64_t k : {8, 1000, 4104}) {
-                const int64_t n = 37;
-                Tensor x = random_host(m, k, in, rng), w = random_host(n, k, in, rng);
-                Tensor bias = random_host(1, n, DType::kF32, rng);
-                for (DType out : {in, DType::kF32}) {
-                    SCOPED_TRACE(std::string(dtype_name(in)) + " -> " + std::string(dtype_name(out)) + " m " +
-                                 std::to_string(m) + " k " + std::to_string(k));
-                    const Tensor y = to_host(skinny(x, w, &bias, out));
-                    // fp32 sums of K products in [-1, 1]: error well below 1e-5 of the row's scale (sqrt(K)).
-                    // A 16-bit y adds one rounding: half an epsilon of the value.
-                    const double eps = out == DType::kF32 ? 0.0 : out == DType::kBF16 ? 0x1p-8 : 0x1p-11;
-                    for (int64_t i = 0; i < m; ++i)
-                        for (int64_t j = 0; j < n; ++j) {
-                            double want = value(bias, j);
-                            for (int64_t l = 0; l < k; ++l) want += value(x, i * k + l) * value(w, j * k + l);
-                            const double got = value(y, i * n + j);
-                            ASSERT_LE(std::abs(got - want), std::abs(want) * eps * 1.01 + 1e-5 * std::sqrt(double(k)))
-                                << "row " << i << " col " << j << ": " << got << " vs " << want;
-                        }
+    for (const cuda::SkinnyTuning& build : builds()) {
+        for (DType in : {DType::kBF16, DType::kF16}) {
+            for (int64_t m : {1, 2, 3, 5, 8, 9, 16}) {
+                // K: one chunk, less than a bulk stage, a stage and 8 columns (a last stage of one vector).
+                for (int64_t k : {8, 1000, 4104}) {
+                    const int64_t n = 37;  // 4 tiles and a partial one
+                    Tensor x = random_host(m, k, in, rng), w = random_host(n, k, in, rng);
+                    Tensor bias = random_host(1, n, DType::kF32, rng);
+                    for (DType out : {in, DType::kF32}) {
+                        SCOPED_TRACE(std::string(dtype_name(in)) + " -> " + std::string(dtype_name(out)) + " m " +
+                                     std::to_string(m) + " k " + std::to_string(k) + " build " +
+                                     std::to_string(int(build.kernel)));
+                        expect_product(x, w, bias, to_host(skinny(x, w, &bias, out, build)));
+                    }
                 }
             }
         }
     }
 }
 
+// Many more tiles than blocks: the bulk build's blocks take tile after tile, its ring of stages wrapping across
+// tiles (and partial last stages) with any depth and number of blocks per multiprocessor, and every tuning sums in
+// the same order (the same bits).
+TEST_F(SkinnyGemm, ABlockStreamsManyTilesThroughItsRingWithAnyTuning) {
+    std::mt19937 rng(17);
+    const int64_t n = 4100, k = 1544;  // 513 tiles, the last of 4 rows; stages of 1024 and 520 columns
+    for (DType in : {DType::kBF16, DType::kF16}) {
+        for (int64_t m : {1, 11}) {
+            SCOPED_TRACE(std::string(dtype_name(in)) + " m " + std::to_string(m));
+            Tensor x = random_host(m, k, in, rng), w = random_host(n, k, in, rng);
+            Tensor bias = random_host(1, n, DType::kF32, rng);
+            for (const cuda::SkinnyTuning& build : builds()) {
+                Tensor y = skinny(x, w, &bias, DType::kF32, build);
+                expect_product(x, w, bias, to_host(y));
+                if (build.kernel != cuda::SkinnyTuning::Kernel::kBulkCopy) continue;
+                const std::vector<uint8_t> want = bytes_of(y);
+                for (auto [stages, per_sm] : {std::pair{2, 1}, {3, 2}, {5, 1}, {6, 2}, {13, 1}}) {
+                    const cuda::SkinnyTuning tuned{cuda::SkinnyTuning::Kernel::kBulkCopy, stages, per_sm};
+                    EXPECT_EQ(bytes_of(skinny(x, w, &bias, DType::kF32, tuned)), want)
+                        << stages << " stages, " << per_sm << " blocks per multiprocessor";
+                }
+            }
+        }
+    }
+}
+
+TEST_F(SkinnyGemm, RefusesATuningTheDeviceCannotRun) {
+    if (!cuda::skinny_bulk_available()) GTEST_SKIP() << "no bulk-copy build on this GPU";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    std::mt19937 rng(19);
+    Tensor x = random_host(1, 64, DType::kBF16, rng), w = random_host(8, 64, DType::kBF16, rng);
+    EXPECT_DEATH(skinny(x, w, nullptr, DType::kBF16, {cuda::SkinnyTuning::Kernel::kBulkCopy, 1, 1}),
+                 "1 stages .* do not fit");
+    EXPECT_DEATH(skinny(x, w, nullptr, DType::kBF16, {cuda::SkinnyTuning::Kernel::kBulkCopy, 12, 2}),
+                 "12 stages .* and 2 blocks per multiprocessor do not fit");
+}
+
 TEST_F(SkinnyGemm, ARowHasTheSameBitsAloneOrAmongUpTo16OtherRows) {
     std::mt19937 rng(12);
     const int64_t n = 300, k = 4096;
-    for (DType in : {DType::kBF16, DType::kF16}) {
-        Tensor w = random_host(n, k, in, rng), bias = random_host(1, n, DType::kF32, rng);
-        Tensor row = random_host(1, k, in, rng);
-        const std::vector<uint8_t> alone = bytes_of(skinny(row, w, &bias, in));
-        for (int64_t m : {2, 3, 4, 7, 8, 12, 16}) {
-            for (int64_t at : {int64_t(0), m - 1}) {
-                Tensor x = random_host(m, k, in, rng);  // other rows of other values
-                std::memcpy(static_cast<uint8_t*>(x.view().data) + size_t(at * k) * 2, row.view().data, size_t(k) * 2);
-                const std::vector<uint8_t> all = bytes_of(skinny(x, w, &bias, in));
-                EXPECT_EQ(std::memcmp(all.data() + size_t(at * n) * 2, alone.data(), size_t(n) * 2), 0)
-                    << dtype_name(in) << ": row " << at << " of " << m;
+    for (const cuda::SkinnyTuning& build : builds()) {
+        for (DType in : {DType::kBF16, DType::kF16}) {
+            SCOPED_TRACE(std::string(dtype_name(in)) + " build " + std::to_string(int(build.kernel)));
+            Tensor w = random_host(n, k, in, rng), bias = random_host(1, n, DType::kF32, rng);
+            Tensor row = random_host(1, k, in, rng);
+            const std::vector<uint8_t> alone = bytes_of(skinny(row, w, &bias, in, build));
+            for (int64_t m : {2, 3, 4, 7, 8, 12, 16}) {
+                for (int64_t at : {int64_t(0), m - 1}) {
+                    Tensor x = random_host(m, k, in, rng);  // other rows of other values
+                    std::memcpy(static_cast<uint8_t*>(x.view().data) + size_t(at * k) * 2, row.view().data,
+                                size_t(k) * 2);
+                    const std::vector<uint8_t> all = bytes_of(skinny(x, w, &bias, in, build));
+                    EXPECT_EQ(std::memcmp(all.data() + size_t(at * n) * 2, alone.data(), size_t(n) * 2), 0)
+                        << "row " << at << " of " << m;
+                }
             }
+            // And the same call gives the same bits every time.
+            Tensor x = random_host(5, k, in, rng);
+            EXPECT_EQ(bytes_of(skinny(x, w, &bias, in, build)), bytes_of(skinny(x, w, &bias, in, build)));
         }
-        // And the same call gives the same bits every time.
-        Tensor x = random_host(5, k, in, rng);
-        EXPECT_EQ(bytes_of(skinny(x, w, &bias, in)), bytes_of(skinny(x, w, &bias, in)));
     }
 }
 

@@ -1,4 +1,6 @@
 // skinny_gemm (skinny_gemm.h): y [M, N] = x [M, K] . w [N, K]^T for M <= 16 on the tensor cores, memory-bound.
+// This file: the entry points, which run the bulk-copy build (skinny_gemm_bulk.cu) where the device has it, and the
+// register build below, for every GPU.
 //
 // Layout of the work: a block of W warps (16 for matrices of up to 8192 rows, else 4) owns 8 consecutive rows of w
 // (8 outputs per row of x), the warps splitting K in chunks of 32 columns (warp i takes chunks i, i + W, ...). In a
@@ -23,27 +25,22 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
-#include "kernels/cuda/skinny_gemm.h"
+#include "kernels/cuda/skinny_gemm_detail.h"
 
 namespace taco::cuda {
 namespace {
 
-constexpr int kRowsOfW = 8;   // the mma's N
-constexpr int kChunk = 32;    // columns of K per warp step: 4 lanes x 8 elements
-constexpr int kInFlight = 8;  // chunks loaded before the first is used
-constexpr int kVector = 8;    // 16-byte loads of 2-byte elements
+constexpr int kRowsOfW = kSkinnyRowsOfW;  // the mma's N
+constexpr int kChunk = 32;                // columns of K per warp step: 4 lanes x 8 elements
+constexpr int kInFlight = 8;              // chunks loaded before the first is used
+constexpr int kVector = 8;                // 16-byte loads of 2-byte elements
 
 // Streaming load of weights (read once per call: do not keep them in L1).
 __device__ __forceinline__ uint4 load_weights(const void* p) { return __ldcs(static_cast<const uint4*>(p)); }
 
-// kUpperRows: M > 8, so x's rows 8..15 (the A fragment's a1, a3) are loaded too; otherwise they are zeros.
-// The outputs of one launch: output i takes blocks [block_end[i - 1], block_end[i]).
-struct Outputs {
-    SkinnyOutput out[kSkinnyMaxOutputs];
-    int64_t block_end[kSkinnyMaxOutputs];
-    int count;
-};
+using Outputs = SkinnyOutputs;  // a block per tile
 
+// kUpperRows: M > 8, so x's rows 8..15 (the A fragment's a1, a3) are loaded too; otherwise they are zeros.
 // kLoadsInFlight: compiled for one block per SM (__launch_bounds__'s minimum), which lets ptxas keep a whole round
 // of loads in flight (89 registers for 16 warps and M <= 8, instead of 38 and three blocks per SM). The arithmetic is
 // the same instruction for instruction, so the two builds give the same bits; launch_typed picks one per launch.
@@ -53,13 +50,13 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, kLoadsInFlight ? 1 : 0)
     const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
     const int g = lane / 4, t = lane % 4;
     int which = 0;
-    while (which + 1 < outs.count && int64_t(blockIdx.x) >= outs.block_end[which]) ++which;
+    while (which + 1 < outs.count && int64_t(blockIdx.x) >= outs.tile_end[which]) ++which;
     const SkinnyOutput& out = outs.out[which];
     const T* __restrict__ w = static_cast<const T*>(out.w);
     const float* __restrict__ bias = out.bias;
     OutT* __restrict__ y = static_cast<OutT*>(out.y);
     const int64_t n = out.n;
-    const int64_t n0 = (int64_t(blockIdx.x) - (which > 0 ? outs.block_end[which - 1] : 0)) * kRowsOfW;
+    const int64_t n0 = (int64_t(blockIdx.x) - (which > 0 ? outs.tile_end[which - 1] : 0)) * kRowsOfW;
     const int64_t chunks = (k + kChunk - 1) / kChunk;
     const bool w_ok = n0 + g < n, x_ok = g < m, x_upper_ok = kUpperRows && g + 8 < m;
     const T* w_row = w + (w_ok ? n0 + g : 0) * k + t * kVector;
@@ -143,7 +140,7 @@ double wave_efficiency(int64_t blocks, int64_t slots) {
 // both fill their waves (fused q/k/v's 768 blocks: 2.5 vs 2.8 TB/s). Measured in bench/results/h200-2026-12-02c.
 template <class T, class OutT, int kWarps, bool kUpperRows>
 void launch_build(const T* x, const Outputs& outs, int64_t m, int64_t k, cudaStream_t stream) {
-    const int64_t blocks = outs.block_end[outs.count - 1];
+    const int64_t blocks = outs.tile_end[outs.count - 1];
     const bool in_flight = wave_efficiency(blocks, resident_blocks<T, OutT, kWarps, kUpperRows, true>()) >
                            wave_efficiency(blocks, resident_blocks<T, OutT, kWarps, kUpperRows, false>()) + 0.1;
     const auto kernel = in_flight ? skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, true>
@@ -154,7 +151,7 @@ void launch_build(const T* x, const Outputs& outs, int64_t m, int64_t k, cudaStr
 
 template <class T, class OutT>
 void launch_typed(const void* x, const Outputs& outs, int64_t m, int64_t k, cudaStream_t stream) {
-    const int64_t blocks = outs.block_end[outs.count - 1];
+    const int64_t blocks = outs.tile_end[outs.count - 1];
     TACO_CHECK_MSG(blocks <= int64_t(0x7fffffff), "skinny_gemm: {} blocks of 8 rows of w are too many", blocks);
     const T* xt = static_cast<const T*>(x);
     if (warps_for(outs.out[0].n) == 16) {
@@ -176,30 +173,41 @@ bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType 
            n >= 1 && k >= kVector && k % kVector == 0 && aligned16(x) && aligned16(w);
 }
 
+// The build of a product by default, from N and K alone (never from M: a row's bits must not depend on its batch).
+// In bench/results/h200-2026-12-03b the bulk build leads on matrices of up to 8192 rows with K <= 4096 (fused
+// q / k / v 3.11 vs 2.84 TB/s, o_proj 2.79 vs 2.29 at M = 1, ahead up to M = 8) and trails on the others from M = 4
+// (its 8 consumer warps wait on x's loads), so those keep the register build.
+static bool bulk_by_default(int64_t n, int64_t k) { return n <= 8192 && k <= 4096 && skinny_bulk_available(); }
+
 bool skinny_gemm_group_applies(int64_t m, int64_t k, DType in_dtype, DType out_dtype, const void* x,
                                const SkinnyOutput* outs, int count) {
     if (count < 1 || count > kSkinnyMaxOutputs) return false;
     for (int i = 0; i < count; ++i) {
         if (!skinny_gemm_applies(m, outs[i].n, k, in_dtype, out_dtype, x, outs[i].w)) return false;
-        if (warps_for(outs[i].n) != warps_for(outs[0].n)) return false;  // one block size per launch
+        // One block size (register build) and one build (bulk_by_default follows the same class) per launch.
+        if (warps_for(outs[i].n) != warps_for(outs[0].n)) return false;
     }
     return true;
 }
 
 void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64_t m, int64_t k, DType in_dtype,
-                       DType out_dtype, void* stream) {
+                       DType out_dtype, void* stream, const SkinnyTuning& tuning) {
     TACO_CHECK_MSG(skinny_gemm_group_applies(m, k, in_dtype, out_dtype, x, outs, count),
                    "skinny_gemm: {} products of [{}, {}] x in {} -> {} are not one skinny launch (1 to {} outputs of "
                    "the same size class, M <= {}, f16/bf16, K a multiple of 8, 16-byte aligned operands)",
                    count, m, k, dtype_name(in_dtype), dtype_name(out_dtype), kSkinnyMaxOutputs, kSkinnyMaxRows);
+    using Kernel = SkinnyTuning::Kernel;
+    const bool bulk =
+        tuning.kernel == Kernel::kBulkCopy || (tuning.kernel == Kernel::kAuto && bulk_by_default(outs[0].n, k));
     Outputs all{};
     all.count = count;
-    int64_t blocks = 0;
+    int64_t tiles = 0;
     for (int i = 0; i < count; ++i) {
         all.out[i] = outs[i];
-        blocks += (outs[i].n + kRowsOfW - 1) / kRowsOfW;
-        all.block_end[i] = blocks;
+        tiles += (outs[i].n + kRowsOfW - 1) / kRowsOfW;
+        all.tile_end[i] = tiles;
     }
+    if (bulk) return skinny_bulk_launch(x, all, m, k, in_dtype, out_dtype, tuning, stream);
     const cudaStream_t s = as_stream(stream);
     if (in_dtype == DType::kBF16) {
         if (out_dtype == DType::kF32) return launch_typed<__nv_bfloat16, float>(x, all, m, k, s);
@@ -210,13 +218,13 @@ void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64
 }
 
 void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                 DType in_dtype, DType out_dtype, void* stream) {
+                 DType in_dtype, DType out_dtype, void* stream, const SkinnyTuning& tuning) {
     TACO_CHECK_MSG(skinny_gemm_applies(m, n, k, in_dtype, out_dtype, x, w),
                    "skinny_gemm: [{}, {}] x [{}, {}]^T in {} -> {} is not a skinny product (M <= {}, f16/bf16, K a "
                    "multiple of 8, 16-byte aligned operands)",
                    m, k, n, k, dtype_name(in_dtype), dtype_name(out_dtype), kSkinnyMaxRows);
     const SkinnyOutput out{w, bias, y, n};
-    skinny_gemm_group(x, &out, 1, m, k, in_dtype, out_dtype, stream);
+    skinny_gemm_group(x, &out, 1, m, k, in_dtype, out_dtype, stream, tuning);
 }
 
 }  // namespace taco::cuda

@@ -1,13 +1,18 @@
 // The skinny GEMM of ops::matmul on CUDA: y [M, N] = x [M, K] . w [N, K]^T (+ bias [N] f32) for the decode shapes,
 // M <= kSkinnyMaxRows, where cuBLASLt reaches only part of the memory bandwidth on the small matrices (BENCHMARKS.md:
-// 28% on 4096x4096 at M=1). Memory-bound by design: each block streams 8 rows of w once with 16-byte loads, its
-// warps splitting K, and the tensor cores (mma.sync m16n8k16, x's M rows padded to 16 with zeros) do the products,
-// so that 16 rows cost the CUDA cores no more than one (a CUDA-core kernel is bound by its FMAs from M ~ 4 on).
+// 28% on 4096x4096 at M=1). Memory-bound by design: w is streamed once in tiles of 8 rows, and the tensor cores
+// (mma.sync m16n8k16, x's M rows padded to 16 with zeros) do the products, so that 16 rows cost the CUDA cores no
+// more than one (a CUDA-core kernel is bound by its FMAs from M ~ 4 on). Two builds:
+//   - bulk copy (skinny_gemm_bulk.cu, Hopper and later): a persistent grid whose blocks stream their tiles through a
+//     ring of shared-memory stages filled by the bulk copy engine, so the memory system never waits on a block's
+//     start or end; it runs the matrices it is faster on (up to 8192 rows, K <= 4096: q / k / v, o_proj);
+//   - registers (skinny_gemm.cu, every GPU): one block per tile, its warps loading w into registers, 16 bytes a load.
 //
 // Order of the sums (ARCHITECTURE.md "Parity rule"): an output element is the fp32 sum of its K products in an order
-// fixed by K alone (each warp's chunks of K in order through the mma, then the warps in order), never by M or by the
-// other rows, so a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows, and the same call gives
-// the same bits every time (no atomics). The bias is added in fp32 before the one rounding to y's dtype.
+// fixed by the shape alone (each warp's chunks of K in order through the mma, then the warps in order), never by M or
+// by the other rows, so a row has the same bits alone or in any batch of up to kSkinnyMaxRows rows, and the same call
+// gives the same bits every time (no atomics). The bias is added in fp32 before the one rounding to y's dtype. The
+// two builds sum in different orders, and which one runs follows N and K only.
 // Plain C++17 header (skinny_gemm.cu).
 #pragma once
 
@@ -24,14 +29,25 @@ constexpr int64_t kSkinnyMaxRows = 16;
 bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType out_dtype, const void* x,
                          const void* w);
 
+// Which build runs and how (cuda_gemm_bench sweeps these; ops::matmul takes the defaults). Zeros are the defaults.
+struct SkinnyTuning {
+    enum class Kernel { kAuto, kRegisters, kBulkCopy };
+    Kernel kernel = Kernel::kAuto;  // kAuto: by N and K (skinny_gemm.cu's bulk_by_default), never by M
+    int stages = 0;                 // bulk copy: shared-memory stages of the ring, 2 to 13
+    int blocks_per_sm = 0;          // bulk copy: resident blocks per multiprocessor, 1 or 2 (their stages must fit)
+};
+
+// Whether this device runs the bulk-copy build (compute capability 9.0 or later, with its code in the binary).
+bool skinny_bulk_available();
+
 // Enqueues the product on `stream` (a cudaStream_t); bias may be null. Aborts naming the shape when
-// skinny_gemm_applies is false or the launch fails.
+// skinny_gemm_applies is false, naming the tuning when it is not one the device can run, or when the launch fails.
 void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
-                 DType in_dtype, DType out_dtype, void* stream);
+                 DType in_dtype, DType out_dtype, void* stream, const SkinnyTuning& tuning = {});
 
 // Several products of the same x in one launch (fused q / k / v, gate / up): y_i [M, n_i] = x . w_i^T (+ bias_i),
 // each with the bits of its own skinny_gemm call. Up to kSkinnyMaxOutputs outputs, each one skinny_gemm_applies
-// to, all of one size class (the block size follows N: more than 8192 rows or not).
+// to, all of one size class (the block size and the build follow N: more than 8192 rows or not).
 constexpr int kSkinnyMaxOutputs = 4;
 struct SkinnyOutput {
     const void* w;
@@ -42,6 +58,6 @@ struct SkinnyOutput {
 bool skinny_gemm_group_applies(int64_t m, int64_t k, DType in_dtype, DType out_dtype, const void* x,
                                const SkinnyOutput* outs, int count);
 void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64_t m, int64_t k, DType in_dtype,
-                       DType out_dtype, void* stream);
+                       DType out_dtype, void* stream, const SkinnyTuning& tuning = {});
 
 }  // namespace taco::cuda
