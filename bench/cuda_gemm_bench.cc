@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <utility>
 
 #include "core/tensor.h"
 #include "cuda_bench_util.h"
@@ -125,26 +126,18 @@ void BM_Cublas(benchmark::State& state) {
     report(state, n, k);
 }
 
-// The 8B model's decode matrices: fused qkv, o_proj, gate / up, fused gate+up, down, lm_head.
+// The 8B model's decode matrices (N, K): fused qkv, o_proj, gate / up, fused gate+up, down, lm_head.
+constexpr std::pair<int64_t, int64_t> kDecodeMatrices[] = {{6144, 4096},  {4096, 4096},  {14336, 4096},
+                                                           {28672, 4096}, {4096, 14336}, {128256, 4096}};
+
 void decode_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t m : {1, 2, 4, 8, 16})
-        for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096},
-                            {4096, 4096},
-                            {14336, 4096},
-                            {28672, 4096},
-                            {4096, 14336},
-                            {128256, 4096}})
-            b->Args({m, n, k});
+        for (auto [n, k] : kDecodeMatrices) b->Args({m, n, k});
 }
 
 // The bulk build's ring depth and blocks per multiprocessor on each decode matrix at M = 1.
 void bulk_tunings(benchmark::internal::Benchmark* b) {
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{6144, 4096},
-                        {4096, 4096},
-                        {14336, 4096},
-                        {28672, 4096},
-                        {4096, 14336},
-                        {128256, 4096}})
+    for (auto [n, k] : kDecodeMatrices)
         for (auto [stages, per_sm] : {std::pair{4, 1}, {8, 1}, {12, 1}, {13, 1}, {3, 2}, {4, 2}, {6, 2}})
             b->Args({n, k, stages, per_sm});
 }

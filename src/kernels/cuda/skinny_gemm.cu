@@ -20,7 +20,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
@@ -111,20 +110,13 @@ int warps_for(int64_t n) { return n <= 8192 ? 16 : 4; }
 // The blocks of one build the GPU holds at once (occupancy x SMs), once per build and device.
 template <class T, class OutT, int kWarps, bool kUpperRows, bool kLoadsInFlight>
 int64_t resident_blocks() {
-    constexpr int kMaxDevices = 64;
-    static std::once_flag once[kMaxDevices];
-    static int64_t blocks[kMaxDevices];
-    int device = 0;
-    TACO_CUDA_CHECK(cudaGetDevice(&device));
-    TACO_CHECK_MSG(device >= 0 && device < kMaxDevices, "skinny_gemm: device {}", device);
-    std::call_once(once[device], [&] {
+    return once_per_device([](int device) {
         int per_sm = 0, sms = 0;
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &per_sm, skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, kLoadsInFlight>, kWarps * kWarpSize, 0));
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        blocks[device] = int64_t(std::max(per_sm, 1)) * sms;
+        return int64_t(std::max(per_sm, 1)) * sms;
     });
-    return blocks[device];
 }
 
 // The share of the block slots of all waves that blocks fill: 512 blocks in slots for 396 make two waves, the second

@@ -28,7 +28,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -42,10 +41,10 @@ namespace {
 constexpr int kStageCols = 1024;  // columns of K per stage: 2 KB of each of the 8 rows
 constexpr int kChunk = 32;        // columns per mma pair: 4 lanes x 8 elements
 constexpr int kConsumerWarps = 8;
-constexpr int kChunksPerWarp = kStageCols / kChunk / kConsumerWarps;  // 4
-constexpr int kThreads = (kConsumerWarps + 1) * kWarpSize;            // + the producer's warp
-constexpr int kElementBytes = 2;                                      // f16 / bf16
-constexpr int kRowPitch = kStageCols * kElementBytes + 64;            // 2112: rows g and g + 1 64 bytes apart mod 128
+[[maybe_unused]] constexpr int kChunksPerWarp = kStageCols / kChunk / kConsumerWarps;  // 4
+constexpr int kThreads = (kConsumerWarps + 1) * kWarpSize;                             // + the producer's warp
+constexpr int kElementBytes = 2;                                                       // f16 / bf16
+constexpr int kRowPitch = kStageCols * kElementBytes + 64;  // 2112: rows g and g + 1 64 bytes apart mod 128
 constexpr int kStageBytes = kSkinnyRowsOfW * kRowPitch;
 constexpr int kPartialFloats = kConsumerWarps * 4 * kWarpSize;  // one buffer: [warp][accumulator][lane]
 constexpr int kMinStages = 2, kMaxStages = 13;
@@ -64,7 +63,7 @@ struct Tile {
     int64_t n0;  // its first row of w
 };
 
-__device__ __forceinline__ Tile locate(const SkinnyOutputs& outs, int64_t tile) {
+[[maybe_unused]] __device__ __forceinline__ Tile locate(const SkinnyOutputs& outs, int64_t tile) {
     int which = 0;
     while (which + 1 < outs.count && tile >= outs.tile_end[which]) ++which;
     return {&outs.out[which], (tile - (which > 0 ? outs.tile_end[which - 1] : 0)) * kSkinnyRowsOfW};
@@ -189,41 +188,38 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Per device and build: the multiprocessors, the shared memory a block may have, the kernel's dynamic shared-memory
-// limit raised to the most any tuning uses, and whether the device runs this build's code (the sm_80 code of a
-// "90a;80" binary, or PTX compiled for an older target, has an empty kernel).
+// Per device and build: the multiprocessors, the shared memory a block may have and what the system reserves per
+// resident block, the kernel's dynamic shared-memory limit raised to the most any tuning uses, and whether the device
+// runs this build's code (the sm_80 code of a "90a;80" binary, or PTX compiled for an older target, has an empty
+// kernel).
 struct DeviceFacts {
     int sms = 0;
-    size_t smem_per_sm = 0, smem_per_block = 0;
+    size_t smem_per_sm = 0, smem_per_block = 0, smem_reserved_per_block = 0;
     bool runs = false;
 };
 
 template <class T, class OutT, bool kUpperRows>
 const DeviceFacts& facts() {
-    constexpr int kMaxDevices = 64;
-    static std::once_flag once[kMaxDevices];
-    static DeviceFacts all[kMaxDevices];
-    int device = 0;
-    TACO_CUDA_CHECK(cudaGetDevice(&device));
-    TACO_CHECK_MSG(device >= 0 && device < kMaxDevices, "skinny_gemm: device {}", device);
-    std::call_once(once[device], [&] {
-        DeviceFacts& f = all[device];
+    return once_per_device([](int device) {
+        DeviceFacts f;
         const auto kernel = skinny_bulk_kernel<T, OutT, kUpperRows>;
         cudaFuncAttributes attributes{};
         TACO_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-        int major = 0, sms = 0, per_sm = 0, per_block = 0;
+        int major = 0, sms = 0, per_sm = 0, per_block = 0, reserved = 0;
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+        TACO_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
         f.sms = sms, f.smem_per_sm = size_t(per_sm), f.smem_per_block = size_t(per_block);
+        f.smem_reserved_per_block = size_t(reserved);
         f.runs = major >= 9 && attributes.binaryVersion >= 90 && f.smem_per_block >= shared_bytes(kMinStages);
         if (f.runs) {
             const size_t most = std::min(shared_bytes(kMaxStages), f.smem_per_block);
             TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(most)));
         }
+        return f;
     });
-    return all[device];
 }
 
 template <class T, class OutT, bool kUpperRows>
@@ -236,9 +232,9 @@ void launch_build(const void* x, const SkinnyOutputs& outs, int64_t m, int64_t k
     const int stages = tuning.stages != 0 ? tuning.stages : kDefaultStages;
     const int per_sm = tuning.blocks_per_sm != 0 ? tuning.blocks_per_sm : kDefaultBlocksPerSm;
     const size_t bytes = shared_bytes(std::clamp(stages, kMinStages, kMaxStages));
-    // Each resident block also takes 1 KB of the multiprocessor's shared memory for the system.
     TACO_CHECK_MSG(stages >= kMinStages && stages <= kMaxStages && per_sm >= 1 && per_sm <= 2 &&
-                       bytes <= f.smem_per_block && size_t(per_sm) * (bytes + 1024) <= f.smem_per_sm,
+                       bytes <= f.smem_per_block &&
+                       size_t(per_sm) * (bytes + f.smem_reserved_per_block) <= f.smem_per_sm,
                    "skinny_gemm: {} stages ({} bytes of shared memory) and {} blocks per multiprocessor do not fit "
                    "this device (stages {} to {}, 1 or 2 blocks, at most {} bytes per block and {} per "
                    "multiprocessor)",

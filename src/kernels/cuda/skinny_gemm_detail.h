@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <type_traits>
 
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
@@ -17,6 +20,22 @@ struct SkinnyOutputs {
     int64_t tile_end[kSkinnyMaxOutputs];
     int count;
 };
+
+// compute(device) for the current device, once per device and per call site (each lambda type has its own cache):
+// what a build reads off a device (occupancy, shared memory, whether its code runs) costs runtime calls that a launch
+// should not repeat.
+template <class Compute>
+const auto& once_per_device(Compute&& compute) {
+    using Value = std::decay_t<decltype(compute(0))>;
+    constexpr int kMaxDevices = 64;
+    static std::once_flag once[kMaxDevices];
+    static Value values[kMaxDevices];
+    int device = 0;
+    TACO_CUDA_CHECK(cudaGetDevice(&device));
+    TACO_CHECK_MSG(device >= 0 && device < kMaxDevices, "skinny_gemm: device {}", device);
+    std::call_once(once[device], [&] { values[device] = compute(device); });
+    return values[device];
+}
 
 // Enqueues y_i = x . w_i^T (+ bias_i) for every output on `stream` with the bulk-copy build (skinny_bulk_available
 // must be true); tuning's stages and blocks_per_sm as in skinny_gemm.h (zeros: the defaults), aborting naming them
