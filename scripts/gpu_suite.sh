@@ -44,7 +44,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   for suite in CudaF32/OpParity CudaBF16/OpParity CudaF16/OpParity Cuda/OpsBatchInvariance OpsContractDeathTest.Cuda; do
     step "kernels_${suite//\//_}" 240 "$build/taco_kernels_tests" --gtest_brief=1 --gtest_filter="$suite*"
   done
-  for suite in CudaAllocator CudaDeviceInfo CudaMatmul SkinnyGemm CudaPagedAttention DeviceBatchSamplerTest \
+  for suite in CudaAllocator CudaDeviceInfo CudaMatmul SkinnyGemm ProgrammaticLaunch ProgrammaticChain \
+    CudaPagedAttention DeviceBatchSamplerTest \
     AllGoldenModels/CudaDryRun Families/CudaExecutor Families/CudaGraphs Families/CudaGraphEngine CudaRunner \
     Dtypes/CudaEngineStress; do
     step "cuda_${suite//\//_}" 300 "$build/taco_cuda_tests" --gtest_brief=1 --gtest_filter="$suite*"
@@ -76,6 +77,9 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   common=(--load-format dummy --device cuda --dtype bfloat16)
   step bench_latency 300 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \
     --output-json "$out/bench_latency.json"
+  # The same with every kernel queued after the whole of the one before (programmatic_launch.h): PDL's before/after.
+  step bench_latency_no_pdl 200 env TACO_CUDA_PDL=0 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 3 \
+    --output-json "$out/bench_latency_no_pdl.json"
   # The same without CUDA graphs: the graphs' before/after.
   step bench_latency_eager 200 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 2 --enforce-eager \
     --output-json "$out/bench_latency_eager.json"

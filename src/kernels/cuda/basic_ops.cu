@@ -58,6 +58,7 @@ void dispatch_table(DType dtype, F&& f) {
 // out[t, :] = table[ids[t], :].  ids: [T]; table: [vocab, hidden]; out: [T, hidden]. Block t.
 template <class TTable, class TOut>
 __global__ void embedding_kernel(const int32_t* ids, const TTable* table, int64_t vocab, int64_t hidden, TOut* out) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x;
     const int32_t id = ids[t];
     TACO_DEVICE_CHECK(id >= 0 && id < vocab, "embedding: token id %d outside the vocabulary of %lld\n", id,
@@ -70,6 +71,7 @@ __global__ void embedding_kernel(const int32_t* ids, const TTable* table, int64_
 // out[r, :] = src[indices[r], :].  src: [src_rows, cols]; indices: [R]; out: [R, cols]. Block r.
 template <class T>
 __global__ void gather_rows_kernel(const T* src, int64_t src_rows, int64_t cols, const int32_t* indices, T* out) {
+    grid_dependency_wait();
     const int64_t r = blockIdx.x;
     const int32_t index = indices[r];
     TACO_DEVICE_CHECK(index >= 0 && index < src_rows, "gather_rows: row %d of %lld\n", index,
@@ -90,9 +92,9 @@ void embedding(void* stream, const int32_t* ids, int64_t tokens, const void* tab
         using TTable = typename decltype(table_tag)::type;
         dispatch_float(out_dtype, "embedding", "out", [&](auto out_tag) {
             using TOut = typename decltype(out_tag)::type;
-            embedding_kernel<TTable, TOut><<<unsigned(tokens), kRowThreads, 0, as_stream(stream)>>>(
-                ids, static_cast<const TTable*>(table), vocab, hidden, static_cast<TOut*>(out));
-            TACO_CUDA_CHECK_LAUNCH("embedding_kernel");
+            launch_kernel("embedding_kernel", embedding_kernel<TTable, TOut>, unsigned(tokens), kRowThreads, 0,
+                          as_stream(stream), ids, static_cast<const TTable*>(table), vocab, hidden,
+                          static_cast<TOut*>(out));
         });
     });
 }
@@ -102,9 +104,8 @@ void gather_rows(void* stream, const void* src, DType dtype, int64_t src_rows, i
     if (rows == 0) return;
     dispatch_float(dtype, "gather_rows", "src", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gather_rows_kernel<T><<<unsigned(rows), kRowThreads, 0, as_stream(stream)>>>(
-            static_cast<const T*>(src), src_rows, cols, indices, static_cast<T*>(out));
-        TACO_CUDA_CHECK_LAUNCH("gather_rows_kernel");
+        launch_kernel("gather_rows_kernel", gather_rows_kernel<T>, unsigned(rows), kRowThreads, 0, as_stream(stream),
+                      static_cast<const T*>(src), src_rows, cols, indices, static_cast<T*>(out));
     });
 }
 

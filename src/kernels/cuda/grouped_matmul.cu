@@ -67,6 +67,7 @@ template <class T, class TW>
 __global__ void __launch_bounds__(kThreadsX* kThreadsY)
     grouped_matmul_fma_kernel(const T* x, const TW* w, int64_t expert_stride, const int32_t* offsets, int num_experts,
                               int64_t num_rows, int64_t n, int64_t k, T* y) {
+    grid_dependency_wait();
     // [k][row] and [k][col], padded by one so the transposing stores do not collide on banks.
     __shared__ float x_tile[kFmaTileK][kTileM + 1];
     __shared__ float w_tile[kFmaTileK][kTileN + 1];
@@ -153,6 +154,7 @@ template <class T>
 __global__ void __launch_bounds__(kMmaThreads)
     grouped_matmul_mma_kernel(const T* x, const T* w, int64_t expert_stride, const int32_t* offsets, int num_experts,
                               int64_t num_rows, int64_t n, int64_t k, bool vectorized, T* y) {
+    grid_dependency_wait();
     __shared__ __align__(32) T x_tile[kTileM][kMmaLd];  // [row][k]: matrix_a, row-major
     __shared__ __align__(32) T w_tile[kTileN][kMmaLd];  // [col][k]: matrix_b (k x col), column-major
     __shared__ __align__(32) float out_tile[kTileM][kOutLd];
@@ -215,26 +217,24 @@ void grouped_matmul(void* stream, const void* x, void* y, DType act_dtype, int64
         const bool vectorized = k % kVector == 0 && expert_stride % kVector == 0 && aligned_16(x) && aligned_16(w);
         if (act_dtype == DType::kBF16) {
             using T = __nv_bfloat16;
-            grouped_matmul_mma_kernel<T><<<grid, kMmaThreads, 0, as_stream(stream)>>>(
-                static_cast<const T*>(x), static_cast<const T*>(w), expert_stride, offsets, experts, rows, n, k,
-                vectorized, static_cast<T*>(y));
+            launch_kernel("grouped_matmul_mma_kernel", grouped_matmul_mma_kernel<T>, grid, kMmaThreads, 0,
+                          as_stream(stream), static_cast<const T*>(x), static_cast<const T*>(w), expert_stride, offsets,
+                          experts, rows, n, k, vectorized, static_cast<T*>(y));
         } else {
             using T = __half;
-            grouped_matmul_mma_kernel<T><<<grid, kMmaThreads, 0, as_stream(stream)>>>(
-                static_cast<const T*>(x), static_cast<const T*>(w), expert_stride, offsets, experts, rows, n, k,
-                vectorized, static_cast<T*>(y));
+            launch_kernel("grouped_matmul_mma_kernel", grouped_matmul_mma_kernel<T>, grid, kMmaThreads, 0,
+                          as_stream(stream), static_cast<const T*>(x), static_cast<const T*>(w), expert_stride, offsets,
+                          experts, rows, n, k, vectorized, static_cast<T*>(y));
         }
-        TACO_CUDA_CHECK_LAUNCH("grouped_matmul_mma_kernel");
         return;
     }
     dispatch_float(act_dtype, "grouped_matmul", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
         dispatch_float(w_dtype, "grouped_matmul", "w", [&](auto w_tag) {
             using TW = typename decltype(w_tag)::type;
-            grouped_matmul_fma_kernel<T, TW><<<grid, kThreadsX * kThreadsY, 0, as_stream(stream)>>>(
-                static_cast<const T*>(x), static_cast<const TW*>(w), expert_stride, offsets, experts, rows, n, k,
-                static_cast<T*>(y));
-            TACO_CUDA_CHECK_LAUNCH("grouped_matmul_fma_kernel");
+            launch_kernel("grouped_matmul_fma_kernel", grouped_matmul_fma_kernel<T, TW>, grid, kThreadsX * kThreadsY, 0,
+                          as_stream(stream), static_cast<const T*>(x), static_cast<const TW*>(w), expert_stride,
+                          offsets, experts, rows, n, k, static_cast<T*>(y));
         });
     });
 }

@@ -11,9 +11,11 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "kernels/cuda/programmatic_launch.h"
 
 // After every launch: aborts naming the kernel when the launch failed (a bad configuration, no kernel image for the
 // device). Faults inside the kernel surface at the next synchronisation of the stream.
@@ -42,6 +44,38 @@ namespace taco::cuda {
 constexpr int kWarpSize = 32;
 
 inline cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// Queues kernel<<<grid, block, shared_bytes, stream>>>(args...) (programmatic_launch.h): with programmatic stream
+// serialization where the device allows it, so the kernel must call grid_dependency_wait() first. Aborts naming the
+// kernel when the launch fails.
+template <class... Params, class... Args>
+void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = programmatic_launch_enabled() ? 1 : 0;
+    const cudaError_t error = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+    if (error != cudaSuccess) cudaGetLastError();  // not sticky: clear it before aborting with the name
+    TACO_CHECK_MSG(error == cudaSuccess, "CUDA kernel {} failed to launch: {}", name, cudaGetErrorString(error));
+}
+
+// The first statement of every kernel queued by launch_kernel, before any access to global memory and before any
+// thread returns: waits until the kernels queued before it on the stream have completed and their writes are visible
+// (a no-op when it was not launched early), then lets the next kernel start its own launch (it waits here in
+// turn). Every thread calls it, so no grid can complete before the one it follows.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 // Blocks of `threads` covering n items, at least one.
 inline unsigned blocks_for(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }

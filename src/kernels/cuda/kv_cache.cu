@@ -16,6 +16,7 @@ constexpr int kThreads = 256;
 template <class TIn, class TCache>
 __global__ void write_kv_cache_kernel(const TIn* k, const TIn* v, const int64_t* slot_mapping, int64_t row,
                                       int64_t num_slots, TCache* k_cache, TCache* v_cache) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x;
     const int64_t i = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
     if (i >= row) return;
@@ -36,11 +37,10 @@ void write_kv_cache(void* stream, const void* k, const void* v, DType act_dtype,
         using TIn = typename decltype(in_tag)::type;
         dispatch_float(cache_dtype, "write_kv_cache", "k_cache", [&](auto cache_tag) {
             using TCache = typename decltype(cache_tag)::type;
-            write_kv_cache_kernel<TIn, TCache>
-                <<<dim3(unsigned(tokens), blocks_for(row, kThreads)), kThreads, 0, as_stream(stream)>>>(
-                    static_cast<const TIn*>(k), static_cast<const TIn*>(v), slot_mapping, row, num_slots,
-                    static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache));
-            TACO_CUDA_CHECK_LAUNCH("write_kv_cache_kernel");
+            launch_kernel("write_kv_cache_kernel", write_kv_cache_kernel<TIn, TCache>,
+                          dim3(unsigned(tokens), blocks_for(row, kThreads)), kThreads, 0, as_stream(stream),
+                          static_cast<const TIn*>(k), static_cast<const TIn*>(v), slot_mapping, row, num_slots,
+                          static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache));
         });
     });
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/matmul_bias.h"
 
 namespace taco::cuda {
@@ -20,6 +21,7 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2
 
 template <class T>
 __global__ void add_bias_rows_kernel(T* y, const float* bias, int64_t rows, int64_t cols) {
+    grid_dependency_wait();
     const int64_t count = rows * cols;
     for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x)
         store(y + i, to_float(y[i]) + bias[i % cols]);
@@ -31,10 +33,8 @@ void launch(void* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t
     if (count == 0) return;
     constexpr int kThreads = 256;
     const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65535);
-    add_bias_rows_kernel<T><<<unsigned(blocks), kThreads, 0, stream>>>(static_cast<T*>(y), bias, rows, cols);
-    const cudaError_t error = cudaGetLastError();
-    TACO_CHECK_MSG(error == cudaSuccess, "matmul: launching add_bias_rows_kernel failed: {}",
-                   cudaGetErrorString(error));
+    launch_kernel("add_bias_rows_kernel", add_bias_rows_kernel<T>, unsigned(blocks), kThreads, 0, stream,
+                  static_cast<T*>(y), bias, rows, cols);
 }
 
 }  // namespace

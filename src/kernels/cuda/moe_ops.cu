@@ -26,6 +26,7 @@ size_t align_shared_bytes(int buckets, int threads) {
 //   ids: [num_slots]; sorted_slots, slot_rows: [num_slots]; expert_offsets: [E + 1].
 __global__ void moe_align_kernel(const int32_t* ids, int64_t num_slots, int num_experts, int32_t* sorted_slots,
                                  int32_t* slot_rows, int32_t* expert_offsets) {
+    grid_dependency_wait();
     extern __shared__ int32_t align_shared[];
     const int buckets = num_experts + 1, num_warps = blockDim.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -80,6 +81,7 @@ __global__ void moe_align_kernel(const int32_t* ids, int64_t num_slots, int num_
 template <class T>
 __global__ void moe_gather_kernel(const T* x, const int32_t* sorted_slots, const int32_t* expert_offsets,
                                   int num_experts, int top_k, int64_t num_rows, int64_t hidden, T* out) {
+    grid_dependency_wait();
     const int64_t i = blockIdx.x;
     const int32_t ran = expert_offsets[num_experts];
     TACO_DEVICE_CHECK(ran >= 0 && ran <= num_rows, "moe_gather: %d rows run of %lld\n", ran,
@@ -102,6 +104,7 @@ __global__ void moe_gather_kernel(const T* x, const int32_t* sorted_slots, const
 template <class T>
 __global__ void moe_combine_kernel(const T* expert_out, const int32_t* slot_rows, const int32_t* ids,
                                    const float* weights, int top_k, int64_t num_rows, int64_t hidden, T* out) {
+    grid_dependency_wait();
     extern __shared__ int32_t combine_shared[];
     int32_t* sorted_ids = combine_shared;
     int32_t* rows = combine_shared + top_k;
@@ -136,6 +139,7 @@ __global__ void moe_combine_kernel(const T* expert_out, const int32_t* slot_rows
 // out[t, :] += sigmoid(gate[t, 0]) * shared[t, :], rounded as the CPU rounds it. Block t.
 template <class T>
 __global__ void add_sigmoid_gated_kernel(const T* shared, const T* gate, int64_t hidden, T* out) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x;
     const float scale = 1.0f / (1.0f + expf(-to_f32(gate[t])));
     for (int64_t h = threadIdx.x; h < hidden; h += blockDim.x) {
@@ -156,9 +160,8 @@ void moe_align(void* stream, const int32_t* ids, int64_t num_slots, int num_expe
     while (threads > kWarpSize && align_shared_bytes(buckets, threads) > kMaxSharedBytes) threads /= 2;
     TACO_CHECK_MSG(align_shared_bytes(buckets, threads) <= kMaxSharedBytes,
                    "moe_align: {} experts are more than the CUDA kernel's shared memory holds", num_experts);
-    moe_align_kernel<<<1, threads, align_shared_bytes(buckets, threads), as_stream(stream)>>>(
-        ids, num_slots, num_experts, sorted_slots, slot_rows, expert_offsets);
-    TACO_CUDA_CHECK_LAUNCH("moe_align_kernel");
+    launch_kernel("moe_align_kernel", moe_align_kernel, 1, threads, align_shared_bytes(buckets, threads),
+                  as_stream(stream), ids, num_slots, num_experts, sorted_slots, slot_rows, expert_offsets);
 }
 
 void moe_gather(void* stream, const void* x, DType dtype, int64_t hidden, const int32_t* sorted_slots,
@@ -166,10 +169,9 @@ void moe_gather(void* stream, const void* x, DType dtype, int64_t hidden, const 
     if (rows == 0) return;
     dispatch_float(dtype, "moe_gather", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        moe_gather_kernel<T><<<unsigned(rows), kRowThreads, 0, as_stream(stream)>>>(
-            static_cast<const T*>(x), sorted_slots, expert_offsets, num_experts, top_k, rows, hidden,
-            static_cast<T*>(out));
-        TACO_CUDA_CHECK_LAUNCH("moe_gather_kernel");
+        launch_kernel("moe_gather_kernel", moe_gather_kernel<T>, unsigned(rows), kRowThreads, 0, as_stream(stream),
+                      static_cast<const T*>(x), sorted_slots, expert_offsets, num_experts, top_k, rows, hidden,
+                      static_cast<T*>(out));
     });
 }
 
@@ -181,9 +183,9 @@ void moe_combine(void* stream, const void* expert_out, DType dtype, int64_t rows
     TACO_CHECK_MSG(shared_bytes <= kMaxSharedBytes, "moe_combine: top {} is more than the CUDA kernel holds", top_k);
     dispatch_float(dtype, "moe_combine", "out", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        moe_combine_kernel<T><<<unsigned(tokens), kRowThreads, shared_bytes, as_stream(stream)>>>(
-            static_cast<const T*>(expert_out), slot_rows, ids, weights, top_k, rows, hidden, static_cast<T*>(out));
-        TACO_CUDA_CHECK_LAUNCH("moe_combine_kernel");
+        launch_kernel("moe_combine_kernel", moe_combine_kernel<T>, unsigned(tokens), kRowThreads, shared_bytes,
+                      as_stream(stream), static_cast<const T*>(expert_out), slot_rows, ids, weights, top_k, rows,
+                      hidden, static_cast<T*>(out));
     });
 }
 
@@ -192,9 +194,9 @@ void add_sigmoid_gated(void* stream, const void* shared, const void* gate, void*
     if (tokens == 0) return;
     dispatch_float(dtype, "add_sigmoid_gated", "out", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        add_sigmoid_gated_kernel<T><<<unsigned(tokens), kRowThreads, 0, as_stream(stream)>>>(
-            static_cast<const T*>(shared), static_cast<const T*>(gate), hidden, static_cast<T*>(out));
-        TACO_CUDA_CHECK_LAUNCH("add_sigmoid_gated_kernel");
+        launch_kernel("add_sigmoid_gated_kernel", add_sigmoid_gated_kernel<T>, unsigned(tokens), kRowThreads, 0,
+                      as_stream(stream), static_cast<const T*>(shared), static_cast<const T*>(gate), hidden,
+                      static_cast<T*>(out));
     });
 }
 

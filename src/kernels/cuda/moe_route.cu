@@ -39,6 +39,7 @@ __device__ __forceinline__ bool route_padding(const int64_t* slot_mapping, int64
 // logits: [tokens, E]; slot_mapping: [tokens] or null; ids, weights: [tokens, top_k].
 __global__ void softmax_top_k_kernel(const float* logits, const int64_t* slot_mapping, int64_t tokens, int num_experts,
                                      int top_k, bool renormalize, int32_t* ids, float* weights) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / kWarpSize;
     if (t >= tokens) return;  // the whole warp leaves together
     const int lane = threadIdx.x % kWarpSize;
@@ -97,6 +98,7 @@ __device__ __forceinline__ float sparse_mixer_weight(const float* scores, int nu
 // weights not renormalised.
 __global__ void sparse_mixer_kernel(const float* logits, const int64_t* slot_mapping, int64_t tokens, int num_experts,
                                     float eps, int32_t* ids, float* weights) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x * int64_t(kWarpsPerBlock) + threadIdx.x / kWarpSize;
     if (t >= tokens) return;
     const int lane = threadIdx.x % kWarpSize;
@@ -127,17 +129,17 @@ namespace launch {
 void moe_route_softmax_top_k(void* stream, const float* logits, const int64_t* slot_mapping, int64_t tokens,
                              int num_experts, int top_k, bool renormalize, int32_t* ids, float* weights) {
     if (tokens == 0) return;
-    softmax_top_k_kernel<<<blocks_for(tokens, kWarpsPerBlock), kWarpsPerBlock * kWarpSize, 0, as_stream(stream)>>>(
-        logits, slot_mapping, tokens, num_experts, top_k, renormalize, ids, weights);
-    TACO_CUDA_CHECK_LAUNCH("softmax_top_k_kernel");
+    launch_kernel("softmax_top_k_kernel", softmax_top_k_kernel, blocks_for(tokens, kWarpsPerBlock),
+                  kWarpsPerBlock * kWarpSize, 0, as_stream(stream), logits, slot_mapping, tokens, num_experts, top_k,
+                  renormalize, ids, weights);
 }
 
 void moe_route_sparse_mixer(void* stream, const float* logits, const int64_t* slot_mapping, int64_t tokens,
                             int num_experts, float eps, int32_t* ids, float* weights) {
     if (tokens == 0) return;
-    sparse_mixer_kernel<<<blocks_for(tokens, kWarpsPerBlock), kWarpsPerBlock * kWarpSize, 0, as_stream(stream)>>>(
-        logits, slot_mapping, tokens, num_experts, eps, ids, weights);
-    TACO_CUDA_CHECK_LAUNCH("sparse_mixer_kernel");
+    launch_kernel("sparse_mixer_kernel", sparse_mixer_kernel, blocks_for(tokens, kWarpsPerBlock),
+                  kWarpsPerBlock * kWarpSize, 0, as_stream(stream), logits, slot_mapping, tokens, num_experts, eps, ids,
+                  weights);
 }
 
 }  // namespace launch

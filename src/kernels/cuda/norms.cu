@@ -25,6 +25,7 @@ constexpr int kHeadRowsPerBlock = 4;  // per_head_layer_norm: one warp per (toke
 template <class T>
 __global__ void rms_norm_kernel(const T* x, const float* weight, float eps, float weight_offset, int64_t hidden,
                                 T* out) {
+    grid_dependency_wait();
     __shared__ float partials[kWarpSize];
     const T* src = x + blockIdx.x * hidden;
     T* dst = out + blockIdx.x * hidden;
@@ -57,6 +58,7 @@ struct Piece {
 template <class T, int kIters, bool kAdd>
 __global__ void __launch_bounds__(kVecThreads) rms_norm_vec_kernel(T* x, const T* delta, const float* weight, float eps,
                                                                    float weight_offset, int64_t hidden, T* out) {
+    grid_dependency_wait();
     constexpr int P = Piece<T>::kSize;
     __shared__ float partials[kWarpSize];
     const int64_t pieces = hidden / P;
@@ -105,6 +107,7 @@ __global__ void __launch_bounds__(kVecThreads) rms_norm_vec_kernel(T* x, const T
 template <class T>
 __global__ void layer_norm_kernel(const T* x, const float* weight, const float* bias, float eps, int64_t hidden,
                                   T* out) {
+    grid_dependency_wait();
     __shared__ float partials[kWarpSize];
     const T* src = x + blockIdx.x * hidden;
     T* dst = out + blockIdx.x * hidden;
@@ -129,6 +132,7 @@ __global__ void layer_norm_kernel(const T* x, const float* weight, const float* 
 template <class T>
 __global__ void per_head_layer_norm_kernel(T* x, const float* weight, const float* bias, float eps, int64_t num_rows,
                                            int64_t heads, int64_t dim) {
+    grid_dependency_wait();
     const int64_t row = blockIdx.x * int64_t(kHeadRowsPerBlock) + threadIdx.x / kWarpSize;
     if (row >= num_rows) return;  // the whole warp leaves together
     const int lane = threadIdx.x % kWarpSize;
@@ -175,26 +179,25 @@ void launch_rms_norm_vec(cudaStream_t stream, int iters, T* x, const T* delta, T
     const dim3 grid{unsigned(rows)};
     switch (iters) {
         case 1:
-            rms_norm_vec_kernel<T, 1, kAdd>
-                <<<grid, threads, 0, stream>>>(x, delta, weight, eps, weight_offset, hidden, out);
+            launch_kernel("rms_norm_vec_kernel", rms_norm_vec_kernel<T, 1, kAdd>, grid, threads, 0, stream, x, delta,
+                          weight, eps, weight_offset, hidden, out);
             break;
         case 2:
-            rms_norm_vec_kernel<T, 2, kAdd>
-                <<<grid, threads, 0, stream>>>(x, delta, weight, eps, weight_offset, hidden, out);
+            launch_kernel("rms_norm_vec_kernel", rms_norm_vec_kernel<T, 2, kAdd>, grid, threads, 0, stream, x, delta,
+                          weight, eps, weight_offset, hidden, out);
             break;
         default:
-            rms_norm_vec_kernel<T, 4, kAdd>
-                <<<grid, threads, 0, stream>>>(x, delta, weight, eps, weight_offset, hidden, out);
+            launch_kernel("rms_norm_vec_kernel", rms_norm_vec_kernel<T, 4, kAdd>, grid, threads, 0, stream, x, delta,
+                          weight, eps, weight_offset, hidden, out);
             break;
     }
-    TACO_CUDA_CHECK_LAUNCH("rms_norm_vec_kernel");
 }
 
 template <class T>
 void launch_rms_norm_scalar(cudaStream_t stream, const T* x, T* out, int64_t rows, int64_t hidden, const float* weight,
                             float eps, float weight_offset) {
-    rms_norm_kernel<T><<<unsigned(rows), kRowThreads, 0, stream>>>(x, weight, eps, weight_offset, hidden, out);
-    TACO_CUDA_CHECK_LAUNCH("rms_norm_kernel");
+    launch_kernel("rms_norm_kernel", rms_norm_kernel<T>, unsigned(rows), kRowThreads, 0, stream, x, weight, eps,
+                  weight_offset, hidden, out);
 }
 
 }  // namespace
@@ -236,9 +239,8 @@ void layer_norm(void* stream, const void* x, void* out, DType dtype, int64_t row
     if (rows == 0 || hidden == 0) return;
     dispatch_float(dtype, "layer_norm", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        layer_norm_kernel<T><<<unsigned(rows), kRowThreads, 0, as_stream(stream)>>>(
-            static_cast<const T*>(x), weight, bias, eps, hidden, static_cast<T*>(out));
-        TACO_CUDA_CHECK_LAUNCH("layer_norm_kernel");
+        launch_kernel("layer_norm_kernel", layer_norm_kernel<T>, unsigned(rows), kRowThreads, 0, as_stream(stream),
+                      static_cast<const T*>(x), weight, bias, eps, hidden, static_cast<T*>(out));
     });
 }
 
@@ -248,10 +250,9 @@ void per_head_layer_norm(void* stream, void* x, DType dtype, int64_t tokens, int
     if (rows == 0 || dim == 0) return;
     dispatch_float(dtype, "per_head_layer_norm", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        per_head_layer_norm_kernel<T>
-            <<<blocks_for(rows, kHeadRowsPerBlock), kHeadRowsPerBlock * kWarpSize, 0, as_stream(stream)>>>(
-                static_cast<T*>(x), weight, bias, eps, rows, heads, dim);
-        TACO_CUDA_CHECK_LAUNCH("per_head_layer_norm_kernel");
+        launch_kernel("per_head_layer_norm_kernel", per_head_layer_norm_kernel<T>, blocks_for(rows, kHeadRowsPerBlock),
+                      kHeadRowsPerBlock * kWarpSize, 0, as_stream(stream), static_cast<T*>(x), weight, bias, eps, rows,
+                      heads, dim);
     });
 }
 

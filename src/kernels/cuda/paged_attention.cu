@@ -39,6 +39,7 @@ static_assert(kPartitionKeys % kTileKeys == 0, "partitions are whole tiles");
 
 template <class QT, class KVT, int kDimsPerLane>
 __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const AttentionLaunch p) {
+    grid_dependency_wait();
     extern __shared__ float smem[];
     const int D = p.head_dim, stride = D + 1;  // the odd stride keeps lanes reading one key each off one bank
     float* k_tile = smem;                      // [kTileKeys][stride]
@@ -185,6 +186,7 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
 // increasing order exactly as paged_attention_kernel does when it walks them itself.
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
+    grid_dependency_wait();
     __shared__ RowInfo info;
     const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
     if (threadIdx.x == 0) info = row_info(p, token, head);
@@ -206,11 +208,6 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     *out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
-void check_launch(const char* kernel) {
-    const cudaError_t error = cudaGetLastError();
-    TACO_CHECK_MSG(error == cudaSuccess, "paged_attention: launching {} failed: {}", kernel, cudaGetErrorString(error));
-}
-
 // The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes
 // at most.
 constexpr size_t kMaxSmemBytes =
@@ -230,8 +227,7 @@ void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t s
     std::call_once(once, [&] {
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
     });
-    kernel<<<grid, threads, smem_bytes, stream>>>(p);
-    check_launch("paged_attention_kernel");
+    launch_kernel("paged_attention_kernel", kernel, grid, threads, smem_bytes, stream, p);
 }
 
 template <class QT, class KVT>
@@ -263,8 +259,8 @@ template <class QT>
 void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     if (p.partials == nullptr) return;
     const int merge_threads = (p.head_dim + 31) / 32 * 32;
-    merge_partitions_kernel<QT><<<dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream>>>(p);
-    check_launch("merge_partitions_kernel");
+    launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>,
+                  dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream, p);
 }
 
 // f16 / bf16 queries: either kernel, then the merge of split partitions.

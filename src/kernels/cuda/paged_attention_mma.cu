@@ -112,6 +112,7 @@ __device__ __forceinline__ void score_block(float (&s4)[4], int nb, const T* k_s
 
 template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const AttentionLaunch p) {
+    grid_dependency_wait();
     constexpr int kKeys = kKeysPerTile<D>;
     constexpr int S = kRowStride<D>;
     constexpr int kChunks = D / 16;        // k16 steps of Q K^T
@@ -489,8 +490,8 @@ void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) == cudaSuccess,
             "paged_attention (tensor cores): {} bytes of shared memory for head dim {}", smem, D);
     });
-    kernel<<<dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream>>>(p);
-    TACO_CUDA_CHECK_LAUNCH("paged_attention_mma_kernel");
+    launch_kernel("paged_attention_mma_kernel", kernel, dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream,
+                  p);
 }
 
 template <class T>

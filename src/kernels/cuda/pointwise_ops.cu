@@ -35,12 +35,14 @@ __device__ __forceinline__ float activate(float x, ActivationKind act) {
 
 template <class T>
 __global__ void add_kernel(T* x, const T* y, int64_t n) {
+    grid_dependency_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = from_f32<T>(to_f32(x[i]) + to_f32(y[i]));
 }
 
 template <class T>
 __global__ void scale_kernel(T* x, float s, int64_t n) {
+    grid_dependency_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = from_f32<T>(to_f32(x[i]) * s);
 }
@@ -48,6 +50,7 @@ __global__ void scale_kernel(T* x, float s, int64_t n) {
 // As transformers: divide, tanh, multiply (not a precomputed reciprocal).
 template <class T>
 __global__ void softcap_kernel(T* x, float cap, int64_t n) {
+    grid_dependency_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = from_f32<T>(tanhf(to_f32(x[i]) / cap) * cap);
 }
@@ -55,12 +58,14 @@ __global__ void softcap_kernel(T* x, float cap, int64_t n) {
 // out = act(gate) * up; out may alias gate (each element is read before it is written, by the same thread).
 template <class T>
 __global__ void gated_activation_kernel(const T* gate, const T* up, ActivationKind act, T* out, int64_t n) {
+    grid_dependency_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         out[i] = from_f32<T>(activate(to_f32(gate[i]), act) * to_f32(up[i]));
 }
 
 template <class T>
 __global__ void activation_kernel(T* x, ActivationKind act, int64_t n) {
+    grid_dependency_wait();
     for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
         x[i] = from_f32<T>(activate(to_f32(x[i]), act));
 }
@@ -73,9 +78,8 @@ void add_inplace(void* stream, void* x, const void* y, DType dtype, int64_t n) {
     if (n == 0) return;
     dispatch_float(dtype, "add_inplace", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        add_kernel<T>
-            <<<flat_blocks(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(x), static_cast<const T*>(y), n);
-        TACO_CUDA_CHECK_LAUNCH("add_kernel");
+        launch_kernel("add_kernel", add_kernel<T>, flat_blocks(n), kThreads, 0, as_stream(stream), static_cast<T*>(x),
+                      static_cast<const T*>(y), n);
     });
 }
 
@@ -83,8 +87,8 @@ void scale_inplace(void* stream, void* x, DType dtype, int64_t n, float s) {
     if (n == 0) return;
     dispatch_float(dtype, "scale_inplace", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        scale_kernel<T><<<flat_blocks(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(x), s, n);
-        TACO_CUDA_CHECK_LAUNCH("scale_kernel");
+        launch_kernel("scale_kernel", scale_kernel<T>, flat_blocks(n), kThreads, 0, as_stream(stream),
+                      static_cast<T*>(x), s, n);
     });
 }
 
@@ -92,8 +96,8 @@ void softcap_inplace(void* stream, void* x, DType dtype, int64_t n, float cap) {
     if (n == 0) return;
     dispatch_float(dtype, "softcap_inplace", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        softcap_kernel<T><<<flat_blocks(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(x), cap, n);
-        TACO_CUDA_CHECK_LAUNCH("softcap_kernel");
+        launch_kernel("softcap_kernel", softcap_kernel<T>, flat_blocks(n), kThreads, 0, as_stream(stream),
+                      static_cast<T*>(x), cap, n);
     });
 }
 
@@ -102,9 +106,9 @@ void gated_activation(void* stream, const void* gate, const void* up, void* out,
     if (n == 0) return;
     dispatch_float(dtype, "gated_activation", "gate", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        gated_activation_kernel<T><<<flat_blocks(n), kThreads, 0, as_stream(stream)>>>(
-            static_cast<const T*>(gate), static_cast<const T*>(up), act, static_cast<T*>(out), n);
-        TACO_CUDA_CHECK_LAUNCH("gated_activation_kernel");
+        launch_kernel("gated_activation_kernel", gated_activation_kernel<T>, flat_blocks(n), kThreads, 0,
+                      as_stream(stream), static_cast<const T*>(gate), static_cast<const T*>(up), act,
+                      static_cast<T*>(out), n);
     });
 }
 
@@ -112,8 +116,8 @@ void activation_inplace(void* stream, void* x, DType dtype, int64_t n, Activatio
     if (n == 0) return;
     dispatch_float(dtype, "activation_inplace", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        activation_kernel<T><<<flat_blocks(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(x), act, n);
-        TACO_CUDA_CHECK_LAUNCH("activation_kernel");
+        launch_kernel("activation_kernel", activation_kernel<T>, flat_blocks(n), kThreads, 0, as_stream(stream),
+                      static_cast<T*>(x), act, n);
     });
 }
 

@@ -48,6 +48,7 @@ template <class T>
 __global__ void rotary_kernel(T* x, const int32_t* positions, const int32_t* table_offsets, const float* cos_table,
                               const float* sin_table, int64_t table_rows, int64_t heads, int64_t head_dim, int half,
                               bool neox_style) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x;
     const int64_t pair = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
     if (pair >= heads * half) return;
@@ -69,6 +70,7 @@ __global__ void rotary_write_kv_kernel(T* q, T* k, const T* v, const int32_t* po
                                        int64_t q_heads, int64_t kv_heads, int64_t head_dim, int half, bool neox_style,
                                        const int64_t* slot_mapping, TCache* k_cache, TCache* v_cache,
                                        int64_t num_slots) {
+    grid_dependency_wait();
     const int64_t t = blockIdx.x;
     int64_t item = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
     const int64_t q_pairs = q_heads * half, k_pairs = kv_heads * half;
@@ -117,10 +119,8 @@ void rotary_embedding(void* stream, void* x, DType dtype, int64_t tokens, int64_
     dispatch_float(dtype, "rotary_embedding", "x", [&](auto tag) {
         using T = typename decltype(tag)::type;
         const dim3 grid(unsigned(tokens), blocks_for(heads * half, kThreads));
-        rotary_kernel<T><<<grid, kThreads, 0, as_stream(stream)>>>(static_cast<T*>(x), positions, table_offsets,
-                                                                   cos_table, sin_table, table_rows, heads, head_dim,
-                                                                   half, neox_style);
-        TACO_CUDA_CHECK_LAUNCH("rotary_kernel");
+        launch_kernel("rotary_kernel", rotary_kernel<T>, grid, kThreads, 0, as_stream(stream), static_cast<T*>(x),
+                      positions, table_offsets, cos_table, sin_table, table_rows, heads, head_dim, half, neox_style);
     });
 }
 
@@ -137,11 +137,11 @@ void rotary_write_kv(void* stream, void* q, void* k, const void* v, DType dtype,
         dispatch_float(cache_dtype, "rotary_write_kv", "k_cache", [&](auto cache_tag) {
             using TCache = typename decltype(cache_tag)::type;
             const dim3 grid(unsigned(tokens), blocks_for(items, kThreads));
-            rotary_write_kv_kernel<T, TCache><<<grid, kThreads, 0, as_stream(stream)>>>(
-                static_cast<T*>(q), static_cast<T*>(k), static_cast<const T*>(v), positions, table_offsets, cos_table,
-                sin_table, table_rows, q_heads, kv_heads, head_dim, half, neox_style, slot_mapping,
-                static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache), num_slots);
-            TACO_CUDA_CHECK_LAUNCH("rotary_write_kv_kernel");
+            launch_kernel("rotary_write_kv_kernel", rotary_write_kv_kernel<T, TCache>, grid, kThreads, 0,
+                          as_stream(stream), static_cast<T*>(q), static_cast<T*>(k), static_cast<const T*>(v),
+                          positions, table_offsets, cos_table, sin_table, table_rows, q_heads, kv_heads, head_dim, half,
+                          neox_style, slot_mapping, static_cast<TCache*>(k_cache), static_cast<TCache*>(v_cache),
+                          num_slots);
         });
     });
 }

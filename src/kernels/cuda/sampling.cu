@@ -10,6 +10,7 @@
 
 #include "exec/philox.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_block.cuh"
 #include "kernels/cuda/sampling_nucleus.cuh"
@@ -172,6 +173,7 @@ __device__ double raw_logprobs(const KernelArgs& a, const DrawParams& p, const f
 
 // One block per draw: edits, raw logprobs, and the draw itself unless top-p leaves it to the finish kernel.
 __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a) {
+    grid_dependency_wait();
     __shared__ PrepareShared sh;
     const int tid = int(threadIdx.x);
     const int draw = int(blockIdx.x);
@@ -362,6 +364,7 @@ __global__ void __launch_bounds__(kSamplingThreads) prepare_kernel(KernelArgs a)
 // and ranks, and the tokens.
 __global__ void __launch_bounds__(kSamplingThreads)
     finish_kernel(KernelArgs a, const uint32_t* sorted_keys, const int32_t* sorted_ids) {
+    grid_dependency_wait();
     __shared__ NucleusShared sh;
     const int tid = int(threadIdx.x);
     const int draw = int(blockIdx.x);
@@ -390,11 +393,6 @@ __global__ void __launch_bounds__(kSamplingThreads)
         }
     }
     if (tid == 0) reinterpret_cast<int32_t*>(a.results)[draw] = token;
-}
-
-void check_launch(const char* kernel) {
-    const cudaError_t error = cudaGetLastError();
-    TACO_CHECK_MSG(error == cudaSuccess, "{} failed to launch: {}", kernel, cudaGetErrorString(error));
 }
 
 }  // namespace sampling
@@ -435,8 +433,7 @@ void sample_on_device(const SamplingStep& step, void* stream_ptr) {
     a.segment_end = step.segment_end;
     a.results = static_cast<unsigned char*>(step.results_device);
 
-    prepare_kernel<<<step.num_draws, kSamplingThreads, 0, stream>>>(a);
-    check_launch("prepare_kernel");
+    launch_kernel("prepare_kernel", prepare_kernel, step.num_draws, kSamplingThreads, 0, stream, a);
 
     const uint32_t* sorted_keys = nullptr;
     const int32_t* sorted_ids = nullptr;
@@ -451,8 +448,8 @@ void sample_on_device(const SamplingStep& step, void* stream_ptr) {
         sorted_ids = ids.Current();
     }
 
-    finish_kernel<<<step.num_draws, kSamplingThreads, 0, stream>>>(a, sorted_keys, sorted_ids);
-    check_launch("finish_kernel");
+    launch_kernel("finish_kernel", finish_kernel, step.num_draws, kSamplingThreads, 0, stream, a, sorted_keys,
+                  sorted_ids);
     TACO_CUDA_CHECK(
         cudaMemcpyAsync(step.results_host, step.results_device, step.results_bytes, cudaMemcpyDeviceToHost, stream));
     TACO_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -4,10 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
-#include <type_traits>
 
-#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_once.h"
 #include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
@@ -15,27 +13,14 @@ namespace taco::cuda {
 constexpr int kSkinnyRowsOfW = 8;  // a tile: 8 consecutive rows of w (the mma's N), the whole of K
 
 // Output i takes tiles [tile_end[i - 1], tile_end[i]); tile_end[count - 1] is the launch's number of tiles.
+// prefetch_blocks: the blocks (0, 1, ...) that have L2 fetch the first w they read before waiting on the previous
+// kernel (programmatic_launch.h; 0 when the launch is not programmatic): those a launched-early grid has resident.
 struct SkinnyOutputs {
     SkinnyOutput out[kSkinnyMaxOutputs];
     int64_t tile_end[kSkinnyMaxOutputs];
     int count;
+    int64_t prefetch_blocks;
 };
-
-// compute(device) for the current device, once per device and per call site (each lambda type has its own cache):
-// what a build reads off a device (occupancy, shared memory, whether its code runs) costs runtime calls that a launch
-// should not repeat.
-template <class Compute>
-const auto& once_per_device(Compute&& compute) {
-    using Value = std::decay_t<decltype(compute(0))>;
-    constexpr int kMaxDevices = 64;
-    static std::once_flag once[kMaxDevices];
-    static Value values[kMaxDevices];
-    int device = 0;
-    TACO_CUDA_CHECK(cudaGetDevice(&device));
-    TACO_CHECK_MSG(device >= 0 && device < kMaxDevices, "skinny_gemm: device {}", device);
-    std::call_once(once[device], [&] { values[device] = compute(device); });
-    return values[device];
-}
 
 // Enqueues y_i = x . w_i^T (+ bias_i) for every output on `stream` with the bulk-copy build (skinny_bulk_available
 // must be true); tuning's stages and blocks_per_sm as in skinny_gemm.h (zeros: the defaults), aborting naming them
