@@ -55,10 +55,10 @@ protected:
     void* stream = nullptr;
 };
 
-// A decode layer's dependencies, 24 times over: h -> skinny GEMM (o_proj's 4096 x 4096, a long kernel whose w is
-// prefetched before it waits) -> y -> add into r -> rms_norm(r) -> h, each kernel reading what the one before wrote
-// at once. Queued back to back they must give the bits of the chain with the stream synchronised after every kernel
-// (where nothing can start early), for both builds of the skinny GEMM.
+// A decode layer's dependencies, 24 times over: h -> skinny GEMM (o_proj's 4096 x 4096, a long kernel) -> y -> add into
+// r -> rms_norm(r) -> h, each kernel reading what the one before wrote at once. Queued back to back they must give the
+// bits of the chain with the stream synchronised after every kernel (where nothing can start early), for both builds of
+// the skinny GEMM.
 TEST_F(ProgrammaticChain, EachKernelSeesTheWholeOfTheOneBefore) {
     constexpr int64_t kHidden = 4096, kLayers = 24;
     std::mt19937 rng(7);

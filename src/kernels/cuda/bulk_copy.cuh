@@ -64,13 +64,6 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
         : "memory");
 }
 
-// Has L2 fetch `bytes` (a multiple of 16) of global memory from a 16-byte aligned address, bringing nothing into the
-// SM: safe before grid_dependency_wait even if an earlier kernel is still writing them, as L2 is where every write
-// lands.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-
 // A barrier among `threads` threads of the block (a multiple of 32), id 1..15 (0 is __syncthreads').
 __device__ __forceinline__ void named_barrier(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

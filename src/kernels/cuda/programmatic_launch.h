@@ -1,9 +1,12 @@
 // Programmatic dependent launch (Hopper and later): a kernel queued behind another on a stream may start while that
-// one is still running, so its launch, block scheduling and prologue (for the skinny GEMM, prefetching its weights
-// into L2) overlap the other's tail instead of following it. launch_kernel (kernel_common.cuh) queues every kernel
-// of kernels/cuda this way where the device allows it, and every such kernel calls grid_dependency_wait() before its
-// first access to global memory written or read by earlier work, so each kernel still sees the whole of the one
-// before it (and, by induction, of everything queued before). Plain C++ header.
+// one is still running, so its launch, block scheduling and prologue (the skinny GEMM's barrier setup) overlap the
+// other's tail instead of following it. launch_kernel (kernel_common.cuh) queues every kernel of kernels/cuda this
+// way where the device allows it, and every such kernel calls grid_dependency_wait() before its first access to
+// global memory, so each kernel still sees the whole of the one before it (and, by induction, of everything queued
+// before). On the H200 (bench/results/h200-2026-12-03c) bs=1 decode of the 8B shape went 197 -> 203 tok/s. Having
+// the skinny GEMM's first blocks prefetch their weights into L2 before the wait was measured too and lost (200 tok/s
+// for the bulk build's first stages, 177 for whole tiles of the register build's first wave): it is not done.
+// Plain C++ header.
 #pragma once
 
 namespace taco::cuda {

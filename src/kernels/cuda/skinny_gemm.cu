@@ -21,7 +21,6 @@
 
 #include <algorithm>
 
-#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
@@ -57,12 +56,6 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, kLoadsInFlight ? 1 : 0)
     OutT* __restrict__ y = static_cast<OutT*>(out.y);
     const int64_t n = out.n;
     const int64_t n0 = (int64_t(blockIdx.x) - (which > 0 ? outs.tile_end[which - 1] : 0)) * kRowsOfW;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    // Launched early (programmatic_launch.h), the blocks of the first wave have L2 fetch their rows of w (which do
-    // not depend on the kernel before) while that kernel finishes; then every thread waits for it.
-    if (int64_t(blockIdx.x) < outs.prefetch_blocks && threadIdx.x < kRowsOfW && n0 + int64_t(threadIdx.x) < n)
-        bulk_prefetch_l2(w + (n0 + int64_t(threadIdx.x)) * k, uint32_t(k * int64_t(sizeof(T))));
-#endif
     grid_dependency_wait();
     const int64_t chunks = (k + kChunk - 1) / kChunk;
     const bool w_ok = n0 + g < n, x_ok = g < m, x_upper_ok = kUpperRows && g + 8 < m;
@@ -145,12 +138,7 @@ void launch_build(const T* x, const Outputs& outs, int64_t m, int64_t k, cudaStr
                            wave_efficiency(blocks, resident_blocks<T, OutT, kWarps, kUpperRows, false>()) + 0.1;
     const auto kernel = in_flight ? skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, true>
                                   : skinny_gemm_kernel<T, OutT, kWarps, kUpperRows, false>;
-    Outputs launched = outs;
-    launched.prefetch_blocks = !programmatic_launch_enabled() ? 0
-                               : in_flight                    ? resident_blocks<T, OutT, kWarps, kUpperRows, true>()
-                                                              : resident_blocks<T, OutT, kWarps, kUpperRows, false>();
-    launch_kernel("skinny_gemm_kernel", kernel, unsigned(blocks), kWarps * kWarpSize, 0, stream, x, launched, int(m),
-                  k);
+    launch_kernel("skinny_gemm_kernel", kernel, unsigned(blocks), kWarps * kWarpSize, 0, stream, x, outs, int(m), k);
 }
 
 template <class T, class OutT>

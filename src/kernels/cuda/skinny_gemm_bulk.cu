@@ -82,22 +82,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int warp = int(threadIdx.x) / kWarpSize, lane = int(threadIdx.x) % kWarpSize;
     const int64_t tiles = outs.tile_end[outs.count - 1];
     const int64_t k_stages = (k + kStageCols - 1) / kStageCols;
-    // Launched early (programmatic_launch.h), while the kernel before it finishes: the producer has L2 fetch the
-    // stages it copies first (w does not depend on that kernel), then every thread waits for it.
-    if (warp == kConsumerWarps && lane == 0 && int64_t(blockIdx.x) < outs.prefetch_blocks) {
-        int ahead = stages;
-        for (int64_t tile = blockIdx.x; tile < tiles && ahead > 0; tile += gridDim.x) {
-            const Tile at = locate(outs, tile);
-            const int rows = int(min(int64_t(kSkinnyRowsOfW), at.out->n - at.n0));
-            const uint8_t* w = static_cast<const uint8_t*>(at.out->w) + at.n0 * k * kElementBytes;
-            for (int64_t ks = 0; ks < k_stages && ahead > 0; ++ks, --ahead) {
-                const int64_t col0 = ks * kStageCols;
-                const uint32_t bytes = uint32_t(min(int64_t(kStageCols), k - col0) * kElementBytes);
-                for (int r = 0; r < rows; ++r) bulk_prefetch_l2(w + (int64_t(r) * k + col0) * kElementBytes, bytes);
-            }
-        }
-    }
-    grid_dependency_wait();
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; ++s) {
             mbarrier_init(&full[s], 1);                // the producer's arrive_expect_tx (plus the copies' bytes)
@@ -106,6 +90,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbarrier_init_fence();
     }
     __syncthreads();
+    // Launched early (programmatic_launch.h): the barriers are set up while the kernel before finishes; nothing in
+    // global memory is touched before it has.
+    grid_dependency_wait();
 
     if (warp == kConsumerWarps) {  // the producer: one thread
         if (lane != 0) return;
@@ -259,10 +246,8 @@ void launch_build(const void* x, const SkinnyOutputs& outs, int64_t m, int64_t k
                    stages, bytes, per_sm, kMinStages, kMaxStages, f.smem_per_block, f.smem_per_sm);
     const int64_t tiles = outs.tile_end[outs.count - 1];
     const int64_t grid = std::min(tiles, int64_t(f.sms) * per_sm);
-    SkinnyOutputs launched = outs;
-    launched.prefetch_blocks = programmatic_launch_enabled() ? grid : 0;
     launch_kernel("skinny_bulk_kernel", skinny_bulk_kernel<T, OutT, kUpperRows>, unsigned(grid), kThreads, bytes,
-                  stream, static_cast<const T*>(x), launched, int(m), k, stages);
+                  stream, static_cast<const T*>(x), outs, int(m), k, stages);
 }
 
 template <class T, class OutT>

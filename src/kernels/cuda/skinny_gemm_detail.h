@@ -13,13 +13,10 @@ namespace taco::cuda {
 constexpr int kSkinnyRowsOfW = 8;  // a tile: 8 consecutive rows of w (the mma's N), the whole of K
 
 // Output i takes tiles [tile_end[i - 1], tile_end[i]); tile_end[count - 1] is the launch's number of tiles.
-// prefetch_blocks: the blocks (0, 1, ...) that have L2 fetch the first w they read before waiting on the previous
-// kernel (programmatic_launch.h; 0 when the launch is not programmatic): those a launched-early grid has resident.
 struct SkinnyOutputs {
     SkinnyOutput out[kSkinnyMaxOutputs];
     int64_t tile_end[kSkinnyMaxOutputs];
     int count;
-    int64_t prefetch_blocks;
 };
 
 // Enqueues y_i = x . w_i^T (+ bias_i) for every output on `stream` with the bulk-copy build (skinny_bulk_available
