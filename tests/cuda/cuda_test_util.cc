@@ -113,4 +113,10 @@ float top1_margin(const std::vector<float>& v) {
     return v[top] - second;
 }
 
+std::vector<cuda::SkinnyTuning> skinny_gemm_builds() {
+    std::vector<cuda::SkinnyTuning> all = {{cuda::SkinnyTuning::Kernel::kRegisters, 0, 0}};
+    if (cuda::skinny_bulk_available()) all.push_back({cuda::SkinnyTuning::Kernel::kBulkCopy, 0, 0});
+    return all;
+}
+
 }  // namespace taco::testing_util

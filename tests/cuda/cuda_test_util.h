@@ -11,6 +11,8 @@
 
 #include "engine/engine.h"
 #include "exec/forward_executor.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/skinny_gemm.h"
 #include "model/decoder.h"
 
 namespace taco::testing_util {
@@ -58,6 +60,24 @@ std::vector<std::vector<int32_t>> greedy_tokens(Engine& engine, const std::vecto
 
 // n token ids below vocab, a fixed pattern per seed (prompts of the executor and engine tests).
 std::vector<int32_t> ids_of(int64_t n, int32_t seed, int64_t vocab);
+
+// A fixture with its own CUDA stream (stream_, and ctx_ on it); skips where no GPU is usable.
+class CudaStreamTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        TACO_SKIP_WITHOUT_GPU();
+        auto made = cuda::DeviceStream::create();
+        ASSERT_TRUE(made.is_ok());
+        stream_ = std::move(made).value();
+        ctx_ = stream_->context(nullptr);
+    }
+
+    std::unique_ptr<cuda::DeviceStream> stream_;
+    ExecContext ctx_;
+};
+
+// The builds of the skinny GEMM this GPU runs: the register build everywhere, the bulk-copy build from Hopper on.
+std::vector<cuda::SkinnyTuning> skinny_gemm_builds();
 
 // Index of the largest value (lowest index on ties) and the gap to the second largest.
 size_t argmax(const std::vector<float>& v);

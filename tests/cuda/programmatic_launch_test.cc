@@ -41,19 +41,7 @@ TEST(ProgrammaticLaunch, IsOnFromHopperUnlessTurnedOff) {
     EXPECT_EQ(cuda::programmatic_launch_enabled(), wanted && major == 9) << "compute capability " << major;
 }
 
-class ProgrammaticChain : public ::testing::Test {
-protected:
-    void SetUp() override {
-        TACO_SKIP_WITHOUT_GPU();
-        auto made = cuda::DeviceStream::create();
-        ASSERT_TRUE(made.is_ok());
-        stream_ = std::move(made).value();
-        stream = stream_->context(nullptr).stream;
-    }
-
-    std::unique_ptr<cuda::DeviceStream> stream_;
-    void* stream = nullptr;
-};
+using ProgrammaticChain = testing_util::CudaStreamTest;
 
 // A decode layer's dependencies, 24 times over: h -> skinny GEMM (o_proj's 4096 x 4096, a long kernel) -> y -> add into
 // r -> rms_norm(r) -> h, each kernel reading what the one before wrote at once. Queued back to back they must give the
@@ -71,9 +59,7 @@ TEST_F(ProgrammaticChain, EachKernelSeesTheWholeOfTheOneBefore) {
     for (int64_t i = 0; i < kHidden; ++i) static_cast<float*>(norm_host.view().data)[i] = 0.5f + 0.001f * float(i % 7);
     const Tensor w = to_device(w_host.view()), norm = to_device(norm_host.view());
 
-    std::vector<cuda::SkinnyTuning> builds = {{cuda::SkinnyTuning::Kernel::kRegisters, 0, 0}};
-    if (cuda::skinny_bulk_available()) builds.push_back({cuda::SkinnyTuning::Kernel::kBulkCopy, 0, 0});
-    for (const cuda::SkinnyTuning& tuning : builds) {
+    for (const cuda::SkinnyTuning& tuning : testing_util::skinny_gemm_builds()) {
         const auto chain = [&](bool one_at_a_time) {
             Tensor h = to_device(x_host.view()), r = to_device(x_host.view());
             Tensor y = Tensor::empty({1, kHidden}, DType::kBF16, Device::kCuda);
@@ -82,9 +68,9 @@ TEST_F(ProgrammaticChain, EachKernelSeesTheWholeOfTheOneBefore) {
             };
             for (int64_t layer = 0; layer < kLayers; ++layer) {
                 cuda::skinny_gemm(h.view().data, w.view().data, nullptr, y.view().data, 1, kHidden, kHidden,
-                                  DType::kBF16, DType::kBF16, stream, tuning);
+                                  DType::kBF16, DType::kBF16, ctx_.stream, tuning);
                 done();
-                cuda::launch::add_rms_norm(stream, r.view().data, y.view().data, h.view().data, DType::kBF16, 1,
+                cuda::launch::add_rms_norm(ctx_.stream, r.view().data, y.view().data, h.view().data, DType::kBF16, 1,
                                            kHidden, static_cast<const float*>(norm.view().data), 1e-5f, 0.0f);
                 done();
             }

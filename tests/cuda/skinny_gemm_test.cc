@@ -38,16 +38,8 @@ std::vector<uint8_t> bytes_of(const TensorView& device) {
     return b;
 }
 
-class SkinnyGemm : public ::testing::Test {
+class SkinnyGemm : public testing_util::CudaStreamTest {
 protected:
-    void SetUp() override {
-        TACO_SKIP_WITHOUT_GPU();
-        auto made = cuda::DeviceStream::create();
-        ASSERT_TRUE(made.is_ok());
-        stream_ = std::move(made).value();
-        ctx_ = stream_->context(nullptr);
-    }
-
     // The skinny kernel's y for host x, w (and bias [1, n] f32 or none), with the given build and tuning.
     Tensor skinny(const Tensor& x, const Tensor& w, const Tensor* bias, DType out,
                   const cuda::SkinnyTuning& tuning = {}) {
@@ -62,16 +54,6 @@ protected:
         stream_->synchronize();
         return dy;
     }
-
-    // The builds this GPU runs: the register build everywhere, the bulk-copy build from Hopper on.
-    static std::vector<cuda::SkinnyTuning> builds() {
-        std::vector<cuda::SkinnyTuning> all = {{cuda::SkinnyTuning::Kernel::kRegisters, 0, 0}};
-        if (cuda::skinny_bulk_available()) all.push_back({cuda::SkinnyTuning::Kernel::kBulkCopy, 0, 0});
-        return all;
-    }
-
-    std::unique_ptr<cuda::DeviceStream> stream_;
-    ExecContext ctx_;
 };
 
 // y within the fp32 accumulation's error of the exact sum (and one rounding to y's dtype), bias included.
@@ -93,7 +75,7 @@ void expect_product(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 
 TEST_F(SkinnyGemm, AccumulatesInFp32WithTheBiasBeforeTheOneRounding) {
     std::mt19937 rng(11);
-    for (const cuda::SkinnyTuning& build : builds()) {
+    for (const cuda::SkinnyTuning& build : testing_util::skinny_gemm_builds()) {
         for (DType in : {DType::kBF16, DType::kF16}) {
             for (int64_t m : {1, 2, 3, 5, 8, 9, 16}) {
                 // K: one chunk, less than a bulk stage, a stage and 8 columns (a last stage of one vector).
@@ -124,7 +106,7 @@ TEST_F(SkinnyGemm, ABlockStreamsManyTilesThroughItsRingWithAnyTuning) {
             SCOPED_TRACE(std::string(dtype_name(in)) + " m " + std::to_string(m));
             Tensor x = random_host(m, k, in, rng), w = random_host(n, k, in, rng);
             Tensor bias = random_host(1, n, DType::kF32, rng);
-            for (const cuda::SkinnyTuning& build : builds()) {
+            for (const cuda::SkinnyTuning& build : testing_util::skinny_gemm_builds()) {
                 Tensor y = skinny(x, w, &bias, DType::kF32, build);
                 expect_product(x, w, bias, to_host(y));
                 if (build.kernel != cuda::SkinnyTuning::Kernel::kBulkCopy) continue;
@@ -153,7 +135,7 @@ TEST_F(SkinnyGemm, RefusesATuningTheDeviceCannotRun) {
 TEST_F(SkinnyGemm, ARowHasTheSameBitsAloneOrAmongUpTo16OtherRows) {
     std::mt19937 rng(12);
     const int64_t n = 300, k = 4096;
-    for (const cuda::SkinnyTuning& build : builds()) {
+    for (const cuda::SkinnyTuning& build : testing_util::skinny_gemm_builds()) {
         for (DType in : {DType::kBF16, DType::kF16}) {
             SCOPED_TRACE(std::string(dtype_name(in)) + " build " + std::to_string(int(build.kernel)));
             Tensor w = random_host(n, k, in, rng), bias = random_host(1, n, DType::kF32, rng);

@@ -1,8 +1,9 @@
 // What the CUDA kernels of kernels/cuda/*.cu share (C++17 device code: no tensor types, see launch.h): fp32 loads and
 // stores of the activation dtypes (float, __half,
 // __nv_bfloat16; one rounding to nearest even on the store), the dispatch of a runtime DType to a kernel template,
-// the checked launch, device-side checks of index operands, and warp reductions in a fixed order (batch invariance:
-// a row's reduction tree depends on the row's length only, never on how many rows are in the batch).
+// the checked (programmatic where allowed) launch, device-side checks of index operands, and warp reductions in a fixed
+// order (batch invariance: a row's reduction tree depends on the row's length only, never on how many rows are in the
+// batch).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,15 +17,6 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/cuda/programmatic_launch.h"
-
-// After every launch: aborts naming the kernel when the launch failed (a bad configuration, no kernel image for the
-// device). Faults inside the kernel surface at the next synchronisation of the stream.
-#define TACO_CUDA_CHECK_LAUNCH(kernel_name)                                                                   \
-    do {                                                                                                      \
-        const cudaError_t taco_launch_error_ = cudaGetLastError();                                            \
-        TACO_CHECK_MSG(taco_launch_error_ == cudaSuccess, "CUDA kernel {} failed to launch: {}", kernel_name, \
-                       cudaGetErrorString(taco_launch_error_));                                               \
-    } while (0)
 
 // A broken contract of an index operand inside a kernel (a token id outside the vocabulary, a slot outside the
 // cache): prints the message (from the lowest failing lane of each warp; blocks are 1-d) and stops the kernel, so
