@@ -1,9 +1,11 @@
 // Paged attention on the GPU at the Llama-3.1-8B shape (32 query heads, 8 kv heads, head dim 128, bf16, blocks of
 // 16), the tensor-core kernel against the CUDA cores' one (kernels/cuda/paged_attention.h), per layer:
 //   BM_Prefill/kernel/len:          one causal sequence of len tokens from position 0; TFLOP/s counts 4 H D len^2 / 2.
-//   BM_Decode/kernel/batch/context: batch sequences of one token at position context - 1; KV_GBps counts the K and V
-//                                   bytes read once (issue 13: >= 80% of the copy bandwidth at 32k context).
-// kernel 0: the tensor cores (what ops::paged_attention runs), 1: the CUDA cores. Split-KV as the op chooses it,
+//   BM_Decode/kernel/batch/context/capacity: batch sequences of one token at position context - 1, max_seq_len the
+//                                   capacity (0: the context); KV_GBps counts the K and V bytes read once (issue 13:
+//                                   >= 80% of the copy bandwidth at 32k context).
+// kernel 0: what ops::paged_attention runs (decode steps on the decode kernel), 1: the CUDA cores, 2: the general
+// tensor-core kernel for decode steps too. Split-KV as the op chooses it,
 // with the op's scratch. Block tables are shuffled, so sequences' blocks are scattered over the cache as in serving.
 //   build/cuda/cuda_attention_bench --benchmark_min_time=0.1
 // Without the CUDA backend (or without a usable GPU) every benchmark reports the reason and skips.
@@ -58,8 +60,9 @@ void fill_random(Tensor& t, uint32_t seed) {
     cudaMemcpy(t.view().data, host.data(), host.size() * 2, cudaMemcpyHostToDevice);
 }
 
-// `seqs` sequences with `tokens` query tokens each ending at position context - 1.
-Problem make_problem(int seqs, int tokens, int context) {
+// `seqs` sequences with `tokens` query tokens each ending at position context - 1; the step's max_seq_len is
+// `capacity` (a CUDA graph's decode bucket: the whole KV capacity) or, when 0, the context.
+Problem make_problem(int seqs, int tokens, int context, int capacity = 0) {
     Problem p;
     p.unavailable = open_gpu(p.stream, p.ctx);
     if (!p.unavailable.empty()) return p;
@@ -90,9 +93,9 @@ Problem make_problem(int seqs, int tokens, int context) {
     p.batch.positions = p.positions.view();
     p.batch.block_tables = p.block_tables.view();
     p.batch.max_query_len = tokens;
-    p.batch.max_seq_len = context;
-    p.partials = Tensor::empty({int64_t(paged_attention_scratch_bytes(t, kHeads, kHeadDim, context))}, DType::kU8,
-                               Device::kCuda);
+    p.batch.max_seq_len = capacity > 0 ? capacity : context;
+    p.partials = Tensor::empty({int64_t(paged_attention_scratch_bytes(t, kHeads, kHeadDim, p.batch.max_seq_len))},
+                               DType::kU8, Device::kCuda);
     cudaDeviceSynchronize();
     return p;
 }
@@ -110,7 +113,11 @@ void time_attention(benchmark::State& state, Problem& p, AttentionKernel kernel)
     if (cudaGetLastError() != cudaSuccess) state.SkipWithError("a CUDA error");
 }
 
-AttentionKernel kernel_of(int64_t arg) { return arg == 0 ? AttentionKernel::kAuto : AttentionKernel::kCudaCores; }
+// 0: what the op runs (decode steps on the decode kernel), 1: the CUDA cores, 2: the general tensor-core kernel for
+// decode steps too (the decode kernel's before/after).
+AttentionKernel kernel_of(int64_t arg) {
+    return arg == 0 ? AttentionKernel::kAuto : arg == 1 ? AttentionKernel::kCudaCores : AttentionKernel::kTiled;
+}
 
 void BM_Prefill(benchmark::State& state) {
     const int len = int(state.range(1));
@@ -123,8 +130,8 @@ void BM_Prefill(benchmark::State& state) {
 }
 
 void BM_Decode(benchmark::State& state) {
-    const int batch = int(state.range(1)), context = int(state.range(2));
-    Problem p = make_problem(batch, 1, context);
+    const int batch = int(state.range(1)), context = int(state.range(2)), capacity = int(state.range(3));
+    Problem p = make_problem(batch, 1, context, capacity);
     if (!p.unavailable.empty()) return state.SkipWithError(p.unavailable.c_str());
     time_attention(state, p, kernel_of(state.range(0)));
     const double bytes = 2.0 * batch * double(context) * kKvHeads * kHeadDim * 2;
@@ -138,10 +145,12 @@ BENCHMARK(BM_Prefill)
     ->Args({0, 32768})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+// capacity 131072: max_seq_len as in a CUDA graph's decode bucket of the 8B model (the split choice sees it).
 BENCHMARK(BM_Decode)
-    ->ArgNames({"kernel", "batch", "context"})
-    ->ArgsProduct({{0, 1}, {1, 8, 64}, {1024}})
-    ->ArgsProduct({{0, 1}, {1}, {32768}})
+    ->ArgNames({"kernel", "batch", "context", "capacity"})
+    ->ArgsProduct({{0, 1, 2}, {1, 8, 64}, {1024}, {0}})
+    ->ArgsProduct({{0, 2}, {1, 8, 32, 64}, {1024}, {131072}})
+    ->ArgsProduct({{0, 1, 2}, {1}, {32768}, {0}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -10,9 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/preset.sh
 preset=${1:-$(taco_default_preset)}
-scripts/build.sh "$preset"
 bundle=.device/bundle
-rm -rf "$bundle" && mkdir -p "$bundle/lib"
 # What the GPU suite runs (gpu_suite.sh, gpu_profile.sh): the CLI, the two test binaries with CUDA tests and the CUDA
 # micro-benchmarks. The others run on the CPU here, and with them the bundle (~36 MB) and the tree (~36 MB) pass the
 # carried tree's 64 MiB; TACO_BUNDLE_ALL=1 takes every test and benchmark (device_tests.sh, with a smaller tree).
@@ -22,6 +20,13 @@ else
   bins=("build/$preset/taco_llm" "build/$preset/taco_kernels_tests" "build/$preset/taco_cuda_tests"
     "build/$preset"/cuda_*_bench)
 fi
+# Only what travels is built (the rest of the tree is CPU work, built and run here by scripts/test.sh).
+if [ "${TACO_BUNDLE_ALL:-0}" = 1 ]; then
+  scripts/build.sh "$preset"
+else
+  scripts/build.sh "$preset" --target taco_llm taco_kernels_tests taco_cuda_tests cuda_gemm_bench cuda_attention_bench
+fi
+rm -rf "$bundle" && mkdir -p "$bundle/lib"
 for b in "${bins[@]}"; do cp "$b" "$bundle/"; done
 # The tests were compiled with TACO_BINARY_DIR=<repo>/build/<preset>: device_tests.sh puts them back there.
 echo "$preset" >"$bundle/preset"

@@ -18,5 +18,21 @@ ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
   echo "ncu $name rc=$?"
   python3 tools/ncu_summary.py "$out/ncu_$name.csv" 25 | tee "$out/ncu_$name.txt"
 }
+# `scripts/gpu_profile.sh attention`: where the attention kernels' time goes instead, one launch of each of
+# cuda_attention_bench's prefill and decode cases with ncu's speed-of-light, memory, scheduler, warp-state and occupancy
+# sections (stall reasons, bytes, issue rate).
+ncu_attention() {  # ncu_attention NAME BENCHMARK-FILTER
+  timeout -k 5 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+    --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+    -k regex:'paged_(attention_mma|decode_attention)_kernel' --launch-skip 2 --launch-count 1 \
+    "$build/cuda_attention_bench" --benchmark_filter="$2" --benchmark_min_time=0.001 >"$out/ncu_attention_$1.txt" 2>&1
+  echo "ncu attention $1 rc=$?"
+}
+if [ "${1:-steps}" = attention ]; then
+  ncu_attention prefill_8k 'BM_Prefill/kernel:0/len:8192'
+  ncu_attention decode_bs64 'BM_Decode/kernel:0/batch:64/context:1024/capacity:0'
+  ncu_attention decode_32k 'BM_Decode/kernel:0/batch:1/context:32768/capacity:0'
+  exit 0
+fi
 ncu_run latency ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${common[@]}" --num-iters 1
 ncu_run batch8 ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes 8

@@ -84,6 +84,11 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   step bench_latency_eager 200 "$build/taco_llm" bench latency "$m" "${common[@]}" --num-iters 2 --enforce-eager \
     --output-json "$out/bench_latency_eager.json"
   step bench_batch 400 "$build/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/bench_batch.json"
+  # Decode steps on the general tensor-core attention kernel instead of the decode kernel: its before/after.
+  step bench_latency_tiled_decode 200 env TACO_CUDA_DECODE_ATTENTION=0 "$build/taco_llm" bench latency "$m" \
+    "${common[@]}" --num-iters 3 --output-json "$out/bench_latency_tiled_decode.json"
+  step bench_batch_tiled_decode 400 env TACO_CUDA_DECODE_ATTENTION=0 "$build/taco_llm" bench batch "$m" \
+    "${common[@]}" --output-json "$out/bench_batch_tiled_decode.json"
 fi
 cat "$out/summary.txt"
 exit $status

@@ -304,6 +304,58 @@ TEST_F(CudaPagedAttention, ARowDoesNotDependOnTheBatchOrOnPrefillVersusDecode) {
     }
 }
 
+// Decode steps run on the decode kernel (paged_attention_decode.cu), other steps on the general tensor-core kernel:
+// a decode row must have the general kernel's bits, split or not, at every head dim, group size (head chunks of up to
+// 16 heads: 20 makes two), block size and option, with rows at the edges of tiles and partitions.
+TEST_F(CudaPagedAttention, TheDecodeKernelHasTheBitsOfTheGeneralKernel) {
+    struct Case {
+        Shape shape;
+        int window = 0;
+        float softcap = 0;
+        int alibi = 0;  // 1: slopes, 2: Falcon's bf16 key positions
+    };
+    const std::vector<Case> cases = {
+        {{32, 8, 128, 16}},
+        {{8, 2, 128, 16}, 300},
+        {{4, 1, 80, 1}, 0, 0, 1},
+        {{8, 8, 256, 128}, 0, 30.0f},
+        {{16, 4, 64, 16}, 0, 0, 2},
+        {{6, 2, 16, 32}, 100},
+        {{40, 2, 64, 16}},
+        {{4, 4, 32, 7}, 65},
+        {{12, 4, 96, 8}, 0, 20.0f, 1},
+    };
+    const Seqs seqs = {{0, 1}, {63, 1}, {64, 1}, {127, 1}, {128, 1}, {1000, 1}, {2100, 1}, {191, 1}};
+    std::vector<int> ids(seqs.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(dtype_name(dtype)) + " heads " + std::to_string(c.shape.heads) + "/" +
+                         std::to_string(c.shape.kv_heads) + " d" + std::to_string(c.shape.head_dim) + " block" +
+                         std::to_string(c.shape.block_size));
+            AttentionProblem problem(c.shape, dtype, 17);
+            problem.make_cache(seqs);
+            ops::AttentionParams params = params_for(c.shape.head_dim);
+            params.sliding_window = c.window;
+            params.logit_softcap = c.softcap;
+            std::vector<float> slopes;
+            for (int h = 0; h < c.shape.heads; ++h)
+                slopes.push_back(float(std::pow(2.0, -8.0 * (h + 1) / c.shape.heads)));
+            Tensor slopes_dev = to_device(host_tensor({c.shape.heads}, DType::kF32, slopes));
+            if (c.alibi != 0) params.alibi_slopes = slopes_dev;
+            params.alibi_bf16_key_positions = c.alibi == 2;
+            AttentionProblem::Run general = problem.prepare(seqs, ids, 3);
+            run(problem, general, params, cuda::SplitKv::kNever, cuda::AttentionKernel::kTiled);
+            expect_written(general, c.shape.heads * c.shape.head_dim);
+            for (cuda::SplitKv split : {cuda::SplitKv::kNever, cuda::SplitKv::kAlways, cuda::SplitKv::kAuto}) {
+                AttentionProblem::Run decode = problem.prepare(seqs, ids, 3);
+                run(problem, decode, params, split);
+                EXPECT_EQ(bytes_of(general.out_dev), bytes_of(decode.out_dev)) << "split " << int(split);
+            }
+        }
+    }
+}
+
 void CudaPagedAttention::expect_matches_the_cpu(DType dtype, double tolerance, cuda::AttentionKernel kernel) {
     struct Case {
         Shape shape;

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/paged_attention_kernels.h"
 
 namespace taco::cuda {
@@ -27,6 +29,12 @@ int64_t partitions_of(int64_t max_seq_len) {
 }
 
 }  // namespace
+
+bool decode_attention_enabled() {
+    static const bool enabled =
+        env_switch("TACO_CUDA_DECODE_ATTENTION", std::getenv("TACO_CUDA_DECODE_ATTENTION"), "the decode kernel");
+    return enabled;
+}
 
 size_t paged_attention_scratch_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t max_seq_len) {
     const double bytes = double(num_tokens) * double(num_heads) * double(partitions_of(max_seq_len)) *
@@ -86,14 +94,20 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     // of a fused projection may not be); every other case, and f32 always, runs on the CUDA cores. The choice depends
     // on the dtypes, the head dim and the operands' addresses only, never on the batch, so it never changes a row.
     const auto aligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-    p.tensor_cores = kernel == AttentionKernel::kAuto && mma_attention_supports(act, cache, int(head_dim)) &&
+    p.tensor_cores = kernel != AttentionKernel::kCudaCores && mma_attention_supports(act, cache, int(head_dim)) &&
                      aligned(q.data) && aligned(out.data) && aligned(k_cache.data) && aligned(v_cache.data);
-    const int rows_per_cta = p.tensor_cores ? kMmaAttentionRowsPerCta : kAttentionRowsPerCta;
+    // Steps of one query token per sequence (decode) take the decode kernel: one CTA per token and head chunk, so
+    // a row's CTA never depends on the other rows (every query length is correct there; longer ones only waste it).
+    p.decode =
+        p.tensor_cores && kernel == AttentionKernel::kAuto && batch.max_query_len <= 1 && decode_attention_enabled();
+    const int rows_per_cta = p.decode         ? kDecodeAttentionRowsPerCta
+                             : p.tensor_cores ? kMmaAttentionRowsPerCta
+                                              : kAttentionRowsPerCta;
     p.heads_per_cta = std::min(p.group, rows_per_cta);
     p.head_chunks = (p.group + p.heads_per_cta - 1) / p.heads_per_cta;
     // Decode steps: one token per CTA (its rows are the group's heads). Otherwise as many consecutive tokens as
     // fill the CTA's rows, so prefill chunks share each K/V tile among them.
-    p.tokens_per_cta = batch.max_query_len > 1 ? std::max(1, rows_per_cta / p.heads_per_cta) : 1;
+    p.tokens_per_cta = batch.max_query_len > 1 && !p.decode ? std::max(1, rows_per_cta / p.heads_per_cta) : 1;
     p.num_partitions = int(partitions_of(batch.max_seq_len));
     p.scale = params.scale;
     p.softcap = params.logit_softcap;
@@ -111,6 +125,10 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
         size_t(num_tokens) * size_t(num_heads) * size_t(p.num_partitions) * size_t(head_dim + 2) * sizeof(float);
     const bool fits = partials.defined() && partial_bytes <= partials.nbytes() && p.num_partitions <= kMaxGridYz;
     const int sms = multiprocessor_count();  // once per launch: the split choice and the split grid
+    const int64_t ctas = int64_t(grid_x) * grid_y;
+    // The CTAs the GPU runs at once: the decode kernel's (one warp each, several per SM) fill it; the others aim at
+    // two per SM.
+    const int64_t resident = p.decode ? int64_t(decode_attention_ctas_per_sm(act, int(head_dim))) * sms : 2 * sms;
     bool split_kv = false;
     switch (split) {
         case SplitKv::kNever: break;
@@ -121,8 +139,9 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
             split_kv = true;
             break;
         case SplitKv::kAuto:
-            // Split when the rows alone leave most of the GPU idle and there is more than one partition to share.
-            split_kv = fits && p.num_partitions > 1 && int64_t(grid_x) * grid_y < 2 * int64_t(sms);
+            // Split when the rows alone leave most of the GPU idle and there is more than one partition to share
+            // (the decode kernel: when each row's CTA would get at least two).
+            split_kv = fits && p.num_partitions > 1 && (p.decode ? 2 * ctas <= resident : ctas < resident);
             break;
     }
     p.act = act;
@@ -131,15 +150,16 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.grid_y = grid_y;
     p.grid_z = 1;
     if (split_kv) {
-        // Enough CTAs to fill the GPU twice over, each taking the partitions z of a stride (first_partition_of_cta):
-        // under CUDA graphs max_seq_len is the whole capacity, whose thousands of mostly empty partitions would
-        // otherwise each cost a CTA.
-        const int64_t ctas = int64_t(grid_x) * grid_y;
-        const int64_t fill = (2 * int64_t(sms) + ctas - 1) / ctas;
+        // Enough CTAs to fill the GPU (the decode kernel's rows spread over its resident CTAs; the others' twice
+        // over), each taking the partitions z of a stride: under CUDA graphs max_seq_len is the whole capacity,
+        // whose thousands of mostly empty partitions would otherwise each cost a CTA.
+        const int64_t fill = p.decode ? resident / ctas : (resident + ctas - 1) / ctas;
         p.partials = static_cast<float*>(partials.data);
         p.grid_z = unsigned(std::clamp<int64_t>(fill, 1, p.num_partitions));
     }
-    p.threads = p.tensor_cores ? kMmaAttentionRowsPerCta / 16 * 32 : p.tokens_per_cta * p.heads_per_cta * 32;
+    p.threads = p.decode         ? 32
+                : p.tensor_cores ? kMmaAttentionRowsPerCta / 16 * 32
+                                 : p.tokens_per_cta * p.heads_per_cta * 32;
     const int64_t rows = p.tokens_per_cta * p.heads_per_cta;
     p.smem_bytes = size_t(2 * kAttentionTileKeys * (head_dim + 1) + rows * head_dim) * sizeof(float);
     launch_paged_attention(p, ctx.stream);

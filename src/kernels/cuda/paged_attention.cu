@@ -183,29 +183,46 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
 }
 
 // Split-KV's second step: one CTA per (token, head), one thread per dim, merging the row's partitions in
-// increasing order exactly as paged_attention_kernel does when it walks them itself.
+// increasing order exactly as paged_attention_kernel does when it walks them itself. The partitions' (m, l) come
+// through shared memory kMergeChunk at a time, read by all threads at once, so the fold waits on one round trip per
+// chunk rather than one per partition.
+constexpr int kMergeChunk = 256;
+
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
     __shared__ RowInfo info;
+    __shared__ float2 ml[kMergeChunk];
     const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
     if (threadIdx.x == 0) info = row_info(p, token, head);
     __syncthreads();
-    if (info.state == kRowNone || d >= p.head_dim) return;
+    if (info.state == kRowNone) return;  // CTA-uniform
     QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
     if (info.state == kRowBad) {
-        *out = from_f32<QT>(NAN);
+        if (d < p.head_dim) *out = from_f32<QT>(NAN);
         return;
     }
     const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * (p.head_dim + 2);
+    const int z_lo = info.first / kPartitionKeys, z_hi = info.pos / kPartitionKeys;
     float M = -INFINITY, L = 0, O = 0;
-    for (int z = info.first / kPartitionKeys; z <= info.pos / kPartitionKeys; ++z) {
-        const float* part = parts + int64_t(z) * (p.head_dim + 2);
-        float a, b;
-        merge_scales(M, L, part[0], part[1], a, b);
-        O = merged_value(O, a, part[2 + d], b);
+    for (int chunk = z_lo; chunk <= z_hi; chunk += kMergeChunk) {
+        const int n = min(kMergeChunk, z_hi - chunk + 1);
+        for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) {
+            const float* part = parts + int64_t(chunk + i) * (p.head_dim + 2);
+            ml[i] = make_float2(part[0], part[1]);
+        }
+        __syncthreads();
+        if (d < p.head_dim) {
+#pragma unroll 8
+            for (int i = 0; i < n; ++i) {
+                float a, b;
+                merge_scales(M, L, ml[i].x, ml[i].y, a, b);
+                O = merged_value(O, a, parts[int64_t(chunk + i) * (p.head_dim + 2) + 2 + d], b);
+            }
+        }
+        __syncthreads();  // ml is read by every thread before the next chunk
     }
-    *out = from_f32<QT>(__fdiv_rn(O, L));
+    if (d < p.head_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 // The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes
@@ -263,10 +280,12 @@ void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
                   dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream, p);
 }
 
-// f16 / bf16 queries: either kernel, then the merge of split partitions.
+// f16 / bf16 queries: any of the three kernels, then the merge of split partitions.
 template <class QT>
 void launch_half(const AttentionLaunch& p, dim3 grid, cudaStream_t stream) {
-    if (p.tensor_cores) {
+    if (p.decode) {
+        launch_paged_decode_attention(p, stream);
+    } else if (p.tensor_cores) {
         launch_paged_attention_mma(p, stream);
     } else {
         launch_for_cache<QT>(p, p.cache, grid, p.threads, p.smem_bytes, stream);

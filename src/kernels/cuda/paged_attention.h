@@ -36,9 +36,16 @@ enum class SplitKv {
 // argument, so the dry run at the largest step reserves enough for every step.
 
 enum class AttentionKernel {
-    kAuto,       // the tensor cores where they apply (paged_attention_kernels.h), else the CUDA cores
+    kAuto,       // the tensor cores where they apply (paged_attention_kernels.h; decode steps on the decode kernel),
+                 // else the CUDA cores
+    kTiled,      // the tensor cores' general kernel for decode steps too (benchmarks and the cross-check of the two)
     kCudaCores,  // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
 };
+
+// TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps on the decode kernel
+// (paged_attention_decode.cu); 0, on the general tensor-core kernel (the decode kernel's before/after in one run; a
+// row has the same bits either way).
+bool decode_attention_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.

@@ -33,6 +33,7 @@
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
+#include "kernels/cuda/paged_attention_tile.cuh"
 
 namespace taco::cuda {
 namespace {
@@ -41,12 +42,6 @@ constexpr int kWarps = kMmaAttentionRowsPerCta / 16;  // 16 rows per warp
 constexpr int kRows = kMmaAttentionRowsPerCta;
 constexpr int kPartitionKeys = kAttentionPartitionKeys;
 
-// Keys per tile: head dim 256 takes 32, so that S and O stay in registers.
-template <int D>
-constexpr int kKeysPerTile = D <= 128 ? 64 : 32;
-// Shared-memory rows of K, V and Q in elements: 16 bytes of padding put ldmatrix's 8 row reads on 8 bank groups.
-template <int D>
-constexpr int kRowStride = D + 8;
 // Q [kRows][S], K and V [kKeys][S] (2-byte elements), and each lane's merged output of its two rows
 // [kWarps][D / 8 * 4][32] floats (unsplit steps merge partitions there).
 // The cooperative build (below) splits a tile's key blocks and O's dim blocks over the 4 warps: head dims whose
@@ -58,68 +53,14 @@ template <int D>
 constexpr size_t kSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
                               size_t(kWarps) * (D / 8 * 4) * 32 * 4 + size_t(16 * kKeysPerTile<D> + kWarps * 16) * 4;
 
-// Four 8x8 matrices of 2-byte elements: lanes 8i..8i+7 give the row addresses of matrix i.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x2(uint32_t& r0, uint32_t& r1, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
-}
-
-__device__ __forceinline__ float quad_max(float v) {
-    v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, 1));
-    return fmaxf(v, __shfl_xor_sync(kFullWarp, v, 2));
-}
-// A butterfly: the four lanes of a quad end with the same bits.
-__device__ __forceinline__ float quad_sum(float v) {
-    v = __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, 1));
-    return __fadd_rn(v, __shfl_xor_sync(kFullWarp, v, 2));
-}
-__device__ __forceinline__ bool quad_any(bool v) {
-    int x = v ? 1 : 0;
-    x |= __shfl_xor_sync(kFullWarp, x, 1);
-    x |= __shfl_xor_sync(kFullWarp, x, 2);
-    return x != 0;
-}
-
-// One n8 block of S = Q K^T (16 rows x keys 8 nb..): B fragments of 8 keys x 16 dims straight from K's rows in
-// shared memory (lanes 0-7: dims 0-7, 8-15: 8-15), A from q_frag (head dims <= 128) or from Q's rows at q_lane. Both
-// walks (one warp, cooperative) call this, so a score is the same instructions whichever warp computes it.
-template <class T, int D, int kFrags>
-__device__ __forceinline__ void score_block(float (&s4)[4], int nb, const T* k_s, const T* q_lane,
-                                            const uint32_t (&q_frag)[kFrags][4], int lane) {
-    constexpr int S = kRowStride<D>;
-    s4[0] = s4[1] = s4[2] = s4[3] = 0;
-    const T* k_lane = k_s + (nb * 8 + lane % 8) * S + (lane / 8) % 2 * 8;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-        uint32_t b0, b1;
-        ldmatrix_x2(b0, b1, smem_addr(k_lane + kc * 16));
-        if constexpr (D <= 128) {
-            mma_m16n8k16<T>(s4, q_frag[kc], b0, b1);
-        } else {
-            uint32_t a[4];
-            ldmatrix_x4(a, smem_addr(q_lane + kc * 16));
-            mma_m16n8k16<T>(s4, a, b0, b1);
-        }
-    }
-}
-
 template <class T, int D>
 __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
     constexpr int kKeys = kKeysPerTile<D>;
     constexpr int S = kRowStride<D>;
-    constexpr int kChunks = D / 16;        // k16 steps of Q K^T
     constexpr int kKeyBlocks = kKeys / 8;  // n8 blocks of a score tile
     constexpr int kDimBlocks = D / 8;      // n8 blocks of the output
     constexpr int kVecs = D / 8;           // 16-byte pieces of a row
-    constexpr bool kQInRegisters = D <= 128;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* q_s = reinterpret_cast<T*>(smem_raw);
     T* k_s = q_s + kRows * S;
@@ -197,11 +138,8 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     // Lane l's address for an x4 A fragment of rows 16 row_warp.. and a k16 step: matrices (rows 0-7 | 8-15) x
     // (cols 0-7 | 8-15) in the order a0..a3.
     const T* q_lane = q_s + (row_warp * 16 + lane % 8 + (lane / 8) % 2 * 8) * S + lane / 16 * 8;
-    uint32_t q_frag[kQInRegisters ? kChunks : 1][4];
-    if constexpr (kQInRegisters) {
-#pragma unroll
-        for (int kc = 0; kc < kChunks; ++kc) ldmatrix_x4(q_frag[kc], smem_addr(q_lane + kc * 16));
-    }
+    uint32_t q_frag[kQFrags<D>][4];
+    load_q_fragments<T, D>(q_frag, q_lane);
     const RowInfo row[2] = {rows[row_warp * 16 + g], rows[row_warp * 16 + g + 8]};
     const T* k_cache = static_cast<const T*>(p.k_cache);
     const T* v_cache = static_cast<const T*>(p.v_cache);
@@ -333,69 +271,11 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     continue;
                 }
 
-                // S = Q K^T.
                 float s[kKeyBlocks][4];
-#pragma unroll
-                for (int nb = 0; nb < kKeyBlocks; ++nb) score_block<T, D>(s[nb], nb, k_s, q_lane, q_frag, lane);
-                // Scores of the keys each row sees; -inf elsewhere. Element e of block nb: row g (e < 2) or g + 8,
-                // key tile + 8 nb + 2 t + e % 2.
-                float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-                for (int nb = 0; nb < kKeyBlocks; ++nb) {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int rr = e / 2, jt = nb * 8 + 2 * t + e % 2, j = tile + jt;
-                        const bool visible = mine[rr] && j >= row[rr].first && j <= row[rr].pos;
-                        float sc = -INFINITY;
-                        if (visible) {
-                            if (key_offset[jt] == kBadBlock) bad[rr] = true;
-                            sc = score_of(p, s[nb][e], row[rr].head, j, row[rr].pos);
-                        }
-                        s[nb][e] = sc;
-                        tile_max[rr] = fmaxf(tile_max[rr], sc);
-                    }
-                }
-                float alpha[2], tile_sum[2] = {0, 0};
-#pragma unroll
-                for (int rr = 0; rr < 2; ++rr) {
-                    const float m_new = fmaxf(m[rr], quad_max(tile_max[rr]));
-                    // Nothing seen yet: the state stays exactly as it is (scale 1, weights 0).
-                    alpha[rr] = m_new == -INFINITY ? 1.0f : expf(m[rr] - m_new);
-#pragma unroll
-                    for (int nb = 0; nb < kKeyBlocks; ++nb) {
-#pragma unroll
-                        for (int e = 2 * rr; e < 2 * rr + 2; ++e) {
-                            const float w = s[nb][e] == -INFINITY ? 0.0f : expf(s[nb][e] - m_new);
-                            s[nb][e] = w;
-                            tile_sum[rr] = __fadd_rn(tile_sum[rr], w);
-                        }
-                    }
-                    l[rr] = __fadd_rn(__fmul_rn(l[rr], alpha[rr]), quad_sum(tile_sum[rr]));
-                    m[rr] = m_new;
-                }
-#pragma unroll
-                for (int nd = 0; nd < kDimBlocks; ++nd) {
-                    o[nd][0] = __fmul_rn(o[nd][0], alpha[0]);
-                    o[nd][1] = __fmul_rn(o[nd][1], alpha[0]);
-                    o[nd][2] = __fmul_rn(o[nd][2], alpha[1]);
-                    o[nd][3] = __fmul_rn(o[nd][3], alpha[1]);
-                }
-                // O += P V: P's A fragment of keys 16 kk.. is the score blocks 2 kk and 2 kk + 1; V's B fragments
-                // (16 keys x 8 dims) through ldmatrix.trans of its rows (lanes 0-7: keys 0-7, 8-15: keys 8-15).
-#pragma unroll
-                for (int kk = 0; kk < kKeys / 16; ++kk) {
-                    const uint32_t a[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]),
-                                           pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
-                                           pack_pair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                           pack_pair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-                    const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
-#pragma unroll
-                    for (int nd = 0; nd < kDimBlocks; ++nd) {
-                        uint32_t b0, b1;
-                        ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
-                        mma_m16n8k16<T>(o[nd], a, b0, b1);
-                    }
-                }
+                tile_scores<T, D>(
+                    p, tile, k_s, q_lane, q_frag, lane, mine, row, [&](int jt) { return key_offset[jt] == kBadBlock; },
+                    s, m, l, o, bad);
+                tile_accumulate<T, D>(v_s, lane, s, o);
             }
             if (!warp_active) continue;
 #pragma unroll

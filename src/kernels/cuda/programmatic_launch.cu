@@ -3,21 +3,15 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <string_view>
 
 #include "core/check.h"
 #include "kernels/cuda/device_once.h"
+#include "kernels/cuda/env_switch.h"
 
 namespace taco::cuda {
 
 bool programmatic_launch_choice(const char* env_value) {
-    const std::string_view value = env_value == nullptr ? std::string_view() : std::string_view(env_value);
-    if (value.empty() || value == "1") return true;
-    if (value == "0") return false;
-    TACO_CHECK_MSG(false,
-                   "TACO_CUDA_PDL is '{}': 1 (the default) allows programmatic dependent launches, 0 turns them off",
-                   value);
-    return false;
+    return env_switch("TACO_CUDA_PDL", env_value, "programmatic dependent launches");
 }
 
 namespace {

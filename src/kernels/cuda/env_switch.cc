@@ -1,0 +1,17 @@
+#include "kernels/cuda/env_switch.h"
+
+#include <string_view>
+
+#include "core/check.h"
+
+namespace taco::cuda {
+
+bool env_switch(const char* name, const char* env_value, const char* what) {
+    const std::string_view value = env_value == nullptr ? std::string_view() : std::string_view(env_value);
+    if (value.empty() || value == "1") return true;
+    if (value == "0") return false;
+    TACO_CHECK_MSG(false, "{} is '{}': 1 (the default) or 0 turns {} on or off", name, value, what);
+    return false;
+}
+
+}  // namespace taco::cuda

@@ -1,0 +1,11 @@
+// On/off switches of the CUDA backend read from the environment (TACO_CUDA_PDL, TACO_CUDA_DECODE_ATTENTION): for
+// side-by-side measurements and for bisecting, never for results (each switch changes speed only). Plain C++ header.
+#pragma once
+
+namespace taco::cuda {
+
+// A switch's meaning: unset or empty, and "1", on; "0" off; any other value aborts naming the variable, the value
+// and what the switch turns on.
+bool env_switch(const char* name, const char* env_value, const char* what);
+
+}  // namespace taco::cuda

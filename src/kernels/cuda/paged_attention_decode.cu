@@ -1,0 +1,310 @@
+// ops::paged_attention for decode steps on the tensor cores (flash-decoding): a CTA is one warp, taking one query
+// token's rows of one kv head (the heads of a GQA group chunk, up to 16: the mma's M) over a stride of its
+// partitions. Decode is bound by the bytes of K and V, so the kernel is built to keep them streaming:
+//
+// - One warp per CTA and no CTA barrier: about 48 KB of shared memory at head dim 128, so four CTAs share an SM
+//   and each streams on its own.
+// - K and V of a tile land in their own buffers through cp.async, V behind K: the scores of a tile start when its K
+//   has landed, the next tile's K is issued as soon as the scores are done, its V as soon as P V is done, so a tile's
+//   copies run under the arithmetic of the one before. The next tile's block-table reads are issued before the wait.
+// - Split-KV (partials given): CTA z of a row takes partitions z_lo + z, z_lo + z + gridDim.z, ... and writes each
+//   partition's state for paged_attention.cu's merge kernel; unsplit, one CTA walks all of the row's partitions and
+//   merges them itself.
+//
+// Every tile goes through paged_attention_tile.cuh's tile_scores and tile_accumulate, and partitions are merged with
+// paged_attention_common.cuh's merge in increasing order, as in the general kernel (paged_attention_mma.cu): a row
+// has the same bits in either kernel, split or not (paged_attention.h's contract; tests/cuda pins it).
+//
+// Invalid metadata makes NaN rows as in the general kernel: a row whose position is past its sequence, block table
+// or max_seq_len (written by this kernel unsplit, by the merge kernel split), and a row that sees a key whose block
+// id is outside the cache.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+
+#include "core/check.h"
+#include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_common.cuh"
+#include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/paged_attention_common.cuh"
+#include "kernels/cuda/paged_attention_kernels.h"
+#include "kernels/cuda/paged_attention_tile.cuh"
+
+namespace taco::cuda {
+namespace {
+
+constexpr int kPartitionKeys = kAttentionPartitionKeys;
+constexpr int kRows = kDecodeAttentionRowsPerCta;  // 16: one mma's rows
+static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
+
+// Q [16][S], K and V [kKeys][S] (2-byte elements), then the unsplit walk's merged output of the lane's two rows
+// [D / 8 * 4][32] floats.
+template <int D>
+constexpr size_t kDecodeSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
+                                    size_t(D / 8 * 4) * 32 * sizeof(float);
+
+template <class T, int D>
+__global__ void __launch_bounds__(32) paged_decode_attention_kernel(const AttentionLaunch p) {
+    grid_dependency_wait();
+    constexpr int kKeys = kKeysPerTile<D>;
+    constexpr int S = kRowStride<D>;
+    constexpr int kKeyBlocks = kKeys / 8;  // n8 blocks of a score tile
+    constexpr int kDimBlocks = D / 8;      // n8 blocks of the output
+    constexpr int kVecs = D / 8;           // 16-byte pieces of a row
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* q_s = reinterpret_cast<T*>(smem_raw);
+    T* k_s = q_s + kRows * S;
+    T* v_s = k_s + kKeys * S;
+    float* total_s = reinterpret_cast<float*>(v_s + kKeys * S);
+    __shared__ int64_t key_offset[kKeys];  // key_row_offset of each key of the tile being staged
+
+    const int lane = int(threadIdx.x), g = lane / 4, t = lane % 4;
+    const int token = int(blockIdx.x);
+    const int kv_head = int(blockIdx.y) / p.head_chunks, chunk = int(blockIdx.y) % p.head_chunks;
+    const bool split = p.partials != nullptr;
+    // The token's sequence, position and window (every head of the token shares them); the CTA's first head exists.
+    const RowInfo info = row_info(p, token, kv_head * p.group + chunk * p.heads_per_cta);
+    if (info.state == kRowNone) return;  // padding
+    RowInfo row[2];
+    bool mine[2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+        const int in_group = chunk * p.heads_per_cta + g + 8 * rr;
+        row[rr] = info;
+        row[rr].head = kv_head * p.group + in_group;
+        if (g + 8 * rr >= p.heads_per_cta || in_group >= p.group) row[rr].state = kRowNone;
+        mine[rr] = row[rr].state == kRowOk;
+    }
+    T* out = static_cast<T*>(p.out);
+    if (info.state == kRowBad) {
+        if (split) return;  // the merge kernel writes the NaN rows
+        for (int e = lane; e < kRows * D; e += 32) {
+            const int r = e / D, in_group = chunk * p.heads_per_cta + r;
+            if (r < p.heads_per_cta && in_group < p.group)
+                out[(int64_t(token) * p.num_heads + kv_head * p.group + in_group) * D + e % D] = from_f32<T>(NAN);
+        }
+        return;
+    }
+    const int key_begin = info.first, key_end = info.pos + 1;
+    const int z_hi = (key_end - 1) / kPartitionKeys, z_step = int(gridDim.z);
+    int z = key_begin / kPartitionKeys + int(blockIdx.z);
+    if (z > z_hi) return;  // split: more CTAs than this row has partitions
+
+    // Q's rows (zeros past the group), then its A fragments.
+    const T* q = static_cast<const T*>(p.q);
+    for (int e = lane; e < kRows * kVecs; e += 32) {
+        const int r = e / kVecs, c = e % kVecs * 8, in_group = chunk * p.heads_per_cta + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (r < p.heads_per_cta && in_group < p.group)
+            v = *reinterpret_cast<const uint4*>(q + (int64_t(token) * p.num_heads + kv_head * p.group + in_group) * D +
+                                                c);
+        *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
+    }
+    __syncwarp();
+    const T* q_lane = q_lane_of<T, D>(q_s, lane);
+    uint32_t q_frag[kQFrags<D>][4];
+    load_q_fragments<T, D>(q_frag, q_lane);
+
+    const T* k_cache = static_cast<const T*>(p.k_cache);
+    const T* v_cache = static_cast<const T*>(p.v_cache);
+    const int32_t* table = p.block_tables + int64_t(info.seq) * p.max_blocks;
+    // Partition zz's tiles: from the one holding its first visible key up to its last visible key.
+    const auto first_tile = [&](int zz) { return max(key_begin, zz * kPartitionKeys) / kKeys * kKeys; };
+    const auto keys_end_of = [&](int zz) { return min(key_end, (zz + 1) * kPartitionKeys); };
+    // Key offsets of tile `at` of partition zz: lane l holds keys l and l + 32.
+    const auto offsets_of = [&](int at, int zz, int64_t& off0, int64_t& off1) {
+        off0 = key_row_offset(p, table, at + lane, keys_end_of(zz), kv_head, D);
+        off1 = kKeys > 32 ? key_row_offset(p, table, at + lane + 32, keys_end_of(zz), kv_head, D) : kNoKey;
+    };
+    // Publishes a tile's offsets to key_offset (after every lane is done with the last ones) and returns the mask of
+    // its keys whose block id is outside the cache.
+    const auto publish = [&](int64_t off0, int64_t off1) {
+        key_offset[lane] = off0;
+        if (kKeys > 32) key_offset[lane + 32] = off1;
+        const uint64_t bad_lo = __ballot_sync(kFullWarp, off0 == kBadBlock);
+        const uint64_t bad_hi = __ballot_sync(kFullWarp, off1 == kBadBlock);
+        __syncwarp();
+        return bad_lo | bad_hi << 32;
+    };
+    // The copies of one tile's K or V (key_offset's keys): consecutive lanes take consecutive 16 bytes of a row.
+    const auto stage = [&](T* dst, const T* cache) {
+#pragma unroll 4
+        for (int e = lane; e < kKeys * kVecs; e += 32) {
+            const int i = e / kVecs, c = e % kVecs * 8;
+            const int64_t offset = key_offset[i];
+            const bool valid = offset >= 0;
+            cp_async_16(smem_addr(dst + i * S + c), cache + (valid ? offset + c : 0), valid);
+        }
+    };
+
+    // The first tile: K, then V, each its own group of copies. From then on the groups alternate K, V.
+    int tile = first_tile(z);
+    uint64_t bad_mask;
+    {
+        int64_t off0, off1;
+        offsets_of(tile, z, off0, off1);
+        bad_mask = publish(off0, off1);
+        stage(k_s, k_cache);
+        cp_async_commit();
+        stage(v_s, v_cache);
+        cp_async_commit();
+    }
+    float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
+    bool poisoned[2] = {false, false};
+    float* my_total = total_s + lane;  // element i at my_total[32 i]
+    if (!split) {
+#pragma unroll
+        for (int i = 0; i < kDimBlocks * 4; ++i) my_total[32 * i] = 0;
+    }
+    for (; z <= z_hi; z += z_step) {
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0};
+        float o[kDimBlocks][4];
+#pragma unroll
+        for (int nd = 0; nd < kDimBlocks; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0;
+        bool bad[2] = {false, false};
+        for (;;) {  // the tiles of partition z; `tile` is in flight
+            // The tile after this one: the next of this partition, else the first of this CTA's next partition.
+            int next_z = z, next_tile = tile + kKeys;
+            if (next_tile >= keys_end_of(z)) {
+                next_z = z + z_step;
+                next_tile = next_z <= z_hi ? first_tile(next_z) : 0;
+            }
+            const bool has_next = next_z <= z_hi;
+            int64_t off0 = kNoKey, off1 = kNoKey;
+            if (has_next) offsets_of(next_tile, next_z, off0, off1);  // block-table reads in flight from here
+
+            cp_async_wait<1>();  // this tile's K (its V may still be in flight)
+            __syncwarp();
+            float s[kKeyBlocks][4];
+            const uint64_t tile_bad = bad_mask;
+            tile_scores<T, D>(
+                p, tile, k_s, q_lane, q_frag, lane, mine, row, [&](int jt) { return ((tile_bad >> jt) & 1) != 0; }, s,
+                m, l, o, bad);
+            __syncwarp();  // every lane is done with K
+            if (has_next) {
+                bad_mask = publish(off0, off1);
+                stage(k_s, k_cache);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();  // this tile's V (the next K may still be in flight)
+            __syncwarp();
+            tile_accumulate<T, D>(v_s, lane, s, o);
+            __syncwarp();  // every lane is done with V
+            if (has_next) stage(v_s, v_cache);
+            cp_async_commit();
+            tile = next_tile;
+            if (next_z != z) break;
+        }
+        // Partition z's state: to the partials (split) or merged into the totals in increasing z (unsplit).
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+            const bool row_bad = quad_any(bad[rr]);
+            if (!mine[rr]) continue;
+            if (split) {
+                float* part =
+                    p.partials + ((int64_t(token) * p.num_heads + row[rr].head) * p.num_partitions + z) * (D + 2);
+                if (t == 0) {
+                    part[0] = row_bad ? 0.0f : m[rr];
+                    part[1] = row_bad ? NAN : l[rr];
+                }
+#pragma unroll
+                for (int nd = 0; nd < kDimBlocks; ++nd) {
+                    const int d = nd * 8 + 2 * t;
+                    part[2 + d] = row_bad ? NAN : o[nd][2 * rr];
+                    part[3 + d] = row_bad ? NAN : o[nd][2 * rr + 1];
+                }
+                continue;
+            }
+            poisoned[rr] = poisoned[rr] || row_bad;
+            if (m[rr] == -INFINITY) continue;
+            float a, b;
+            merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
+#pragma unroll
+            for (int nd = 0; nd < kDimBlocks; ++nd) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
+                    total = merged_value(total, a, o[nd][2 * rr + e], b);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();  // no copy outlives the CTA's shared memory
+    if (split) return;
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+        if (!mine[rr]) continue;
+        T* out_row = out + (int64_t(token) * p.num_heads + row[rr].head) * D;
+#pragma unroll
+        for (int nd = 0; nd < kDimBlocks; ++nd) {
+            const int d = nd * 8 + 2 * t;
+            const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
+            out_row[d] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v0, total_l[rr]));
+            out_row[d + 1] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v1, total_l[rr]));
+        }
+    }
+}
+
+// The kernel of (T, D), its shared memory opted in once, and how many of its CTAs an SM holds.
+template <class T, int D>
+int prepared_ctas_per_sm() {
+    static int ctas_per_sm = 0;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        auto kernel = paged_decode_attention_kernel<T, D>;
+        constexpr size_t smem = kDecodeSmemBytes<D>;
+        TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, 32, smem));
+        TACO_CHECK_MSG(ctas_per_sm >= 1, "paged_attention (decode): no CTA of head dim {} fits an SM", D);
+    });
+    return ctas_per_sm;
+}
+
+// With a launch: queues the kernel of (T, D) on the stream; without: how many of its CTAs an SM holds.
+template <class T, int D>
+int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
+    const int ctas_per_sm = prepared_ctas_per_sm<T, D>();
+    if (p != nullptr)
+        launch_kernel("paged_decode_attention_kernel", paged_decode_attention_kernel<T, D>,
+                      dim3(p->grid_x, p->grid_y, p->grid_z), 32, kDecodeSmemBytes<D>, stream, *p);
+    return ctas_per_sm;
+}
+
+// run_decode for the dtype and head dim (decode_attention_supports's cases).
+template <class T>
+int run_decode_for_dims(int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
+    switch (head_dim) {
+        case 16: return run_decode<T, 16>(p, stream);
+        case 32: return run_decode<T, 32>(p, stream);
+        case 64: return run_decode<T, 64>(p, stream);
+        case 80: return run_decode<T, 80>(p, stream);
+        case 96: return run_decode<T, 96>(p, stream);
+        case 128: return run_decode<T, 128>(p, stream);
+        case 256: return run_decode<T, 256>(p, stream);
+        default: TACO_CHECK_MSG(false, "paged_attention (decode): head dim {}", head_dim);
+    }
+    return 0;
+}
+
+int run_decode_for(DType act, int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
+    if (act == DType::kBF16) return run_decode_for_dims<__nv_bfloat16>(head_dim, p, stream);
+    TACO_CHECK_MSG(act == DType::kF16, "paged_attention (decode): {} activations", dtype_name(act));
+    return run_decode_for_dims<__half>(head_dim, p, stream);
+}
+
+}  // namespace
+
+int decode_attention_ctas_per_sm(DType act, int head_dim) { return run_decode_for(act, head_dim, nullptr, nullptr); }
+
+void launch_paged_decode_attention(const AttentionLaunch& p, void* stream) {
+    TACO_CHECK_MSG(p.tokens_per_cta == 1 && p.heads_per_cta <= kRows,
+                   "paged_attention (decode): {} tokens of {} heads per CTA", p.tokens_per_cta, p.heads_per_cta);
+    run_decode_for(p.act, p.head_dim, &p, as_stream(stream));
+}
+
+}  // namespace taco::cuda
