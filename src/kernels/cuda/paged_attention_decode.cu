@@ -2,11 +2,15 @@
 // token's rows of one kv head (the heads of a GQA group chunk, up to 16: the mma's M) over a stride of its
 // partitions. Decode is bound by the bytes of K and V, so the kernel is built to keep them streaming:
 //
-// - One warp per CTA and no CTA barrier: about 48 KB of shared memory at head dim 128, so four CTAs share an SM
+// - One warp per CTA and no CTA barrier: about 43 KB of shared memory at head dim 128, so five CTAs share an SM
 //   and each streams on its own.
-// - K and V of a tile land in their own buffers through cp.async, V behind K: the scores of a tile start when its K
-//   has landed, the next tile's K is issued as soon as the scores are done, its V as soon as P V is done, so a tile's
-//   copies run under the arithmetic of the one before. The next tile's block-table reads are issued before the wait.
+// - K and V of a tile land in their own buffers, V behind K: the scores of a tile start when its K has landed, the
+//   next tile's K is asked for as soon as the scores are done, its V as soon as P V is done, so a tile's copies run
+//   under the arithmetic of the one before. The next tile's block-table reads are issued before the wait. On Hopper
+//   the bulk copy engine moves each key's row in one copy completing on the buffer's mbarrier (a lane asks for two
+//   rows); older GPUs take cp.async 16 bytes at a time.
+// - The rows' work is cut at compile time where the launch allows: rows 8-15 of the mma carry nothing for a group of
+//   at most 8 heads, and without ALiBi or soft-capping the score is the scaled dot product.
 // - Split-KV (partials given): CTA z of a row takes partitions z_lo + z, z_lo + z + gridDim.z, ... and writes each
 //   partition's state for paged_attention.cu's merge kernel; unsplit, one CTA walks all of the row's partitions and
 //   merges them itself.
@@ -22,18 +26,20 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
 
 #include "core/check.h"
-#include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
 #include "kernels/cuda/paged_attention_tile.cuh"
+#include "kernels/cuda/programmatic_launch.h"
 
 namespace taco::cuda {
 namespace {
@@ -42,26 +48,65 @@ constexpr int kPartitionKeys = kAttentionPartitionKeys;
 constexpr int kRows = kDecodeAttentionRowsPerCta;  // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Q [16][S], K and V [kKeys][S] (2-byte elements), then the unsplit walk's merged output of the lane's two rows
-// [D / 8 * 4][32] floats.
+// Shared memory: K and V [kKeys][S] (2-byte elements), then Q [16][S] and the unsplit walk's merged output of the
+// lane's two rows [D / 8 * 4][32] floats. Head dims up to 128 hold Q in registers once loaded, so the merged output
+// takes Q's place (at 128: 43 KB in all, five CTAs to an SM).
 template <int D>
-constexpr size_t kDecodeSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
-                                    size_t(D / 8 * 4) * 32 * sizeof(float);
+constexpr size_t kDecodeKvBytes = size_t(2 * kKeysPerTile<D>) * kRowStride<D> * 2;
+template <int D>
+constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
+template <int D>
+constexpr size_t kDecodeTotalBytes = size_t(D / 8 * 4) * 32 * sizeof(float);
+template <int D>
+constexpr size_t kDecodeSmemBytes = kDecodeKvBytes<D> +
+                                    (kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
+                                                      : kDecodeQBytes<D> + kDecodeTotalBytes<D>);
 
+// Hopper: a tile's K or V rows by the bulk copy engine, one copy per row of a key (lane l: keys l and l + 32, at
+// element offsets off0 and off1 of the cache, or none), completing on `bar`; rows without a key are zeroed (a weight
+// of 0 times them must stay 0). Every lane's earlier reads and writes of dst are fenced before the copies.
 template <class T, int D>
+__device__ __forceinline__ void bulk_stage_rows(T* dst, const T* cache, int64_t off0, int64_t off1, uint64_t* bar,
+                                                int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int kKeys = kKeysPerTile<D>, S = kRowStride<D>;
+    constexpr uint32_t kRowBytes = D * sizeof(T);
+    const uint32_t rows =
+        __popc(__ballot_sync(kFullWarp, off0 >= 0)) + __popc(__ballot_sync(kFullWarp, kKeys > 32 && off1 >= 0));
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncwarp();
+    // The arrival may come after some copies have landed: the phase completes only with it.
+    if (lane == 0) mbarrier_arrive_expect_tx(bar, rows * kRowBytes);
+    const uint64_t policy = l2_evict_first_policy();  // a decode step reads each key once
+    const auto row = [&](int i, int64_t offset) {
+        T* d = dst + i * S;
+        if (offset >= 0) {
+            bulk_copy_to_shared(d, cache + offset, kRowBytes, bar, policy);
+        } else {
+#pragma unroll
+            for (int c = 0; c < D; c += 8) *reinterpret_cast<uint4*>(d + c) = make_uint4(0, 0, 0, 0);
+        }
+    };
+    row(lane, off0);
+    if (kKeys > 32) row(lane + 32, off1);
+#endif
+}
+
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk copy engine; other GPUs run the general kernel
     constexpr int kKeys = kKeysPerTile<D>;
     constexpr int S = kRowStride<D>;
     constexpr int kKeyBlocks = kKeys / 8;  // n8 blocks of a score tile
     constexpr int kDimBlocks = D / 8;      // n8 blocks of the output
     constexpr int kVecs = D / 8;           // 16-byte pieces of a row
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* q_s = reinterpret_cast<T*>(smem_raw);
-    T* k_s = q_s + kRows * S;
+    T* k_s = reinterpret_cast<T*>(smem_raw);
     T* v_s = k_s + kKeys * S;
-    float* total_s = reinterpret_cast<float*>(v_s + kKeys * S);
-    __shared__ int64_t key_offset[kKeys];  // key_row_offset of each key of the tile being staged
+    T* q_s = v_s + kKeys * S;
+    float* total_s = reinterpret_cast<float*>(smem_raw + kDecodeKvBytes<D> + (kQInRegisters<D> ? 0 : kDecodeQBytes<D>));
+    __shared__ __align__(8) uint64_t landed[2];  // K's and V's barriers: each completes once per tile
 
     const int lane = int(threadIdx.x), g = lane / 4, t = lane % 4;
     const int token = int(blockIdx.x);
@@ -121,43 +166,43 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
         off0 = key_row_offset(p, table, at + lane, keys_end_of(zz), kv_head, D);
         off1 = kKeys > 32 ? key_row_offset(p, table, at + lane + 32, keys_end_of(zz), kv_head, D) : kNoKey;
     };
-    // Publishes a tile's offsets to key_offset (after every lane is done with the last ones) and returns the mask of
-    // its keys whose block id is outside the cache.
-    const auto publish = [&](int64_t off0, int64_t off1) {
-        key_offset[lane] = off0;
-        if (kKeys > 32) key_offset[lane + 32] = off1;
-        const uint64_t bad_lo = __ballot_sync(kFullWarp, off0 == kBadBlock);
-        const uint64_t bad_hi = __ballot_sync(kFullWarp, off1 == kBadBlock);
-        __syncwarp();
-        return bad_lo | bad_hi << 32;
+    // The mask of a tile's keys whose block id is outside the cache.
+    const auto bad_keys_of = [&](int64_t off0, int64_t off1) {
+        return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
+               uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
     };
-    // The copies of one tile's K or V (key_offset's keys): consecutive lanes take consecutive 16 bytes of a row.
-    const auto stage = [&](T* dst, const T* cache) {
-#pragma unroll 4
-        for (int e = lane; e < kKeys * kVecs; e += 32) {
-            const int i = e / kVecs, c = e % kVecs * 8;
-            const int64_t offset = key_offset[i];
-            const bool valid = offset >= 0;
-            cp_async_16(smem_addr(dst + i * S + c), cache + (valid ? offset + c : 0), valid);
-        }
+    // Staging a tile's K or V (keys off0 / off1 of each lane) by bulk copies on the buffer's barrier, whose phase
+    // flips once per tile, and waiting for it.
+    if (lane == 0) {
+        mbarrier_init(&landed[0], 1);
+        mbarrier_init(&landed[1], 1);
+        mbarrier_init_fence();
+    }
+    __syncwarp();
+    uint32_t parity = 0;
+    const auto stage = [&](int which, int64_t off0, int64_t off1) {
+        bulk_stage_rows<T, D>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1, &landed[which], lane);
+    };
+    const auto wait_for = [&](int which) {
+        mbarrier_wait(&landed[which], parity);
+        __syncwarp();  // the zeroed rows of other lanes too
     };
 
-    // The first tile: K, then V, each its own group of copies. From then on the groups alternate K, V.
+    // The first tile: K, then V.
     int tile = first_tile(z);
     uint64_t bad_mask;
     {
         int64_t off0, off1;
         offsets_of(tile, z, off0, off1);
-        bad_mask = publish(off0, off1);
-        stage(k_s, k_cache);
-        cp_async_commit();
-        stage(v_s, v_cache);
-        cp_async_commit();
+        bad_mask = bad_keys_of(off0, off1);
+        stage(0, off0, off1);
+        stage(1, off0, off1);
     }
     float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
     bool poisoned[2] = {false, false};
     float* my_total = total_s + lane;  // element i at my_total[32 i]
     if (!split) {
+        __syncwarp();  // every lane's Q fragments are loaded (the totals may take Q's place)
 #pragma unroll
         for (int i = 0; i < kDimBlocks * 4; ++i) my_total[32 * i] = 0;
     }
@@ -178,25 +223,20 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
             int64_t off0 = kNoKey, off1 = kNoKey;
             if (has_next) offsets_of(next_tile, next_z, off0, off1);  // block-table reads in flight from here
 
-            cp_async_wait<1>();  // this tile's K (its V may still be in flight)
-            __syncwarp();
+            wait_for(0);  // this tile's K (its V may still be in flight)
             float s[kKeyBlocks][4];
-            const uint64_t tile_bad = bad_mask;
-            tile_scores<T, D>(
-                p, tile, k_s, q_lane, q_frag, lane, mine, row, [&](int jt) { return ((tile_bad >> jt) & 1) != 0; }, s,
-                m, l, o, bad);
+            tile_scores<T, D, kUpperRows, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, bad_mask, s, m,
+                                                        l, o, bad);
             __syncwarp();  // every lane is done with K
             if (has_next) {
-                bad_mask = publish(off0, off1);
-                stage(k_s, k_cache);
+                bad_mask = bad_keys_of(off0, off1);
+                stage(0, off0, off1);
             }
-            cp_async_commit();
-            cp_async_wait<1>();  // this tile's V (the next K may still be in flight)
-            __syncwarp();
+            wait_for(1);  // this tile's V (the next K may still be in flight)
             tile_accumulate<T, D>(v_s, lane, s, o);
             __syncwarp();  // every lane is done with V
-            if (has_next) stage(v_s, v_cache);
-            cp_async_commit();
+            if (has_next) stage(1, off0, off1);
+            parity ^= 1;
             tile = next_tile;
             if (next_z != z) break;
         }
@@ -234,7 +274,6 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
             }
         }
     }
-    cp_async_wait<0>();  // no copy outlives the CTA's shared memory
     if (split) return;
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
@@ -248,15 +287,16 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
             out_row[d + 1] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v1, total_l[rr]));
         }
     }
+#endif
 }
 
-// The kernel of (T, D), its shared memory opted in once, and how many of its CTAs an SM holds.
-template <class T, int D>
+// The kernel of (T, D, flags) with its shared memory opted in (once), and how many of its CTAs an SM holds.
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 int prepared_ctas_per_sm() {
     static int ctas_per_sm = 0;
     static std::once_flag once;
     std::call_once(once, [] {
-        auto kernel = paged_decode_attention_kernel<T, D>;
+        auto kernel = paged_decode_attention_kernel<T, D, kUpperRows, kPlainScores>;
         constexpr size_t smem = kDecodeSmemBytes<D>;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, 32, smem));
@@ -265,22 +305,36 @@ int prepared_ctas_per_sm() {
     return ctas_per_sm;
 }
 
-// With a launch: queues the kernel of (T, D) on the stream; without: how many of its CTAs an SM holds.
+template <class T, int D, bool kUpperRows, bool kPlainScores>
+void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
+    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores>();
+    launch_kernel("paged_decode_attention_kernel", paged_decode_attention_kernel<T, D, kUpperRows, kPlainScores>,
+                  dim3(p.grid_x, p.grid_y, p.grid_z), 32, kDecodeSmemBytes<D>, stream, p);
+}
+
+// With a launch: queues the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8
+// heads per CTA; the plain score without ALiBi or soft-capping). Either way: how many CTAs of the (T, D) kernels an SM
+// holds at the least.
 template <class T, int D>
 int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
-    const int ctas_per_sm = prepared_ctas_per_sm<T, D>();
-    if (p != nullptr)
-        launch_kernel("paged_decode_attention_kernel", paged_decode_attention_kernel<T, D>,
-                      dim3(p->grid_x, p->grid_y, p->grid_z), 32, kDecodeSmemBytes<D>, stream, *p);
+    const int ctas_per_sm =
+        std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
+                 std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
+    if (p == nullptr) return ctas_per_sm;
+    const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
+    if (upper) {
+        plain ? launch_decode<T, D, true, true>(*p, stream) : launch_decode<T, D, true, false>(*p, stream);
+    } else {
+        plain ? launch_decode<T, D, false, true>(*p, stream) : launch_decode<T, D, false, false>(*p, stream);
+    }
     return ctas_per_sm;
 }
 
-// run_decode for the dtype and head dim (decode_attention_supports's cases).
+// run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
+// general kernel takes the others with the same bits).
 template <class T>
 int run_decode_for_dims(int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
     switch (head_dim) {
-        case 16: return run_decode<T, 16>(p, stream);
-        case 32: return run_decode<T, 32>(p, stream);
         case 64: return run_decode<T, 64>(p, stream);
         case 80: return run_decode<T, 80>(p, stream);
         case 96: return run_decode<T, 96>(p, stream);
@@ -298,6 +352,11 @@ int run_decode_for(DType act, int head_dim, const AttentionLaunch* p, cudaStream
 }
 
 }  // namespace
+
+bool decode_attention_supports(DType act, DType cache, int head_dim) {
+    const bool dims = head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 || head_dim == 256;
+    return (act == DType::kBF16 || act == DType::kF16) && cache == act && dims && hopper_code_runs();
+}
 
 int decode_attention_ctas_per_sm(DType act, int head_dim) { return run_decode_for(act, head_dim, nullptr, nullptr); }
 

@@ -52,9 +52,11 @@ struct AttentionLaunch {
 bool mma_attention_supports(DType act, DType cache, int head_dim);
 void launch_paged_attention_mma(const AttentionLaunch& launch, void* stream);
 
-// The decode kernel (paged_attention_decode.cu) takes what the tensor-core kernel takes, one query token per CTA
+// The decode kernel (paged_attention_decode.cu): f16/bf16 queries with a cache of the same dtype at head dims 64, 80,
+// 96, 128 and 256, on GPUs that run the binary's sm_90 code (the bulk copy engine); one query token per CTA
 // (tokens_per_cta 1, heads_per_cta <= kDecodeAttentionRowsPerCta), one warp; with partials, CTA z of a row takes its
 // partitions z, z + grid_z, ... How many of its CTAs an SM holds (the split choice fills the GPU with them):
+bool decode_attention_supports(DType act, DType cache, int head_dim);
 int decode_attention_ctas_per_sm(DType act, int head_dim);
 void launch_paged_decode_attention(const AttentionLaunch& launch, void* stream);
 

@@ -53,7 +53,9 @@ template <int D>
 constexpr size_t kSmemBytes = size_t(kRows + 2 * kKeysPerTile<D>) * kRowStride<D> * 2 +
                               size_t(kWarps) * (D / 8 * 4) * 32 * 4 + size_t(16 * kKeysPerTile<D> + kWarps * 16) * 4;
 
-template <class T, int D>
+// kPlainScores: no ALiBi and no soft-capping (paged_attention_tile.cuh), so the one-warp walk's scores skip their
+// checks.
+template <class T, int D, bool kPlainScores>
 __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
     constexpr int kKeys = kKeysPerTile<D>;
@@ -272,9 +274,13 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                 }
 
                 float s[kKeyBlocks][4];
-                tile_scores<T, D>(
-                    p, tile, k_s, q_lane, q_frag, lane, mine, row, [&](int jt) { return key_offset[jt] == kBadBlock; },
-                    s, m, l, o, bad);
+                // The tile's keys whose block id is outside the cache, a bit each.
+                const uint64_t tile_bad =
+                    uint64_t(__ballot_sync(kFullWarp, key_offset[lane] == kBadBlock)) |
+                    uint64_t(__ballot_sync(kFullWarp, kKeys > 32 && key_offset[(lane + 32) % kKeys] == kBadBlock))
+                        << 32;
+                tile_scores<T, D, true, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, tile_bad, s, m, l,
+                                                      o, bad);
                 tile_accumulate<T, D>(v_s, lane, s, o);
             }
             if (!warp_active) continue;
@@ -359,9 +365,9 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     }
 }
 
-template <class T, int D>
-void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
-    auto kernel = paged_attention_mma_kernel<T, D>;
+template <class T, int D, bool kPlainScores>
+void launch_kernel_for(const AttentionLaunch& p, cudaStream_t stream) {
+    auto kernel = paged_attention_mma_kernel<T, D, kPlainScores>;
     constexpr size_t smem = kSmemBytes<D>;
     // The opt-in above 48 KiB, once per instantiation (the same value every time, so concurrent first calls agree).
     static std::once_flag once;
@@ -372,6 +378,15 @@ void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
     });
     launch_kernel("paged_attention_mma_kernel", kernel, dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream,
                   p);
+}
+
+template <class T, int D>
+void launch_for(const AttentionLaunch& p, cudaStream_t stream) {
+    if (p.alibi_slopes == nullptr && !(p.softcap > 0)) {
+        launch_kernel_for<T, D, true>(p, stream);
+    } else {
+        launch_kernel_for<T, D, false>(p, stream);
+    }
 }
 
 template <class T>

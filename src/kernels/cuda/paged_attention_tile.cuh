@@ -106,37 +106,64 @@ __device__ __forceinline__ void score_block(float (&s4)[4], int nb, const T* k_s
 
 // The first half of a tile step: s becomes the weights P of the tile's keys for the lane's rows (element e of block
 // nb: row g (e < 2) or g + 8, key tile + 8 nb + 2 t + e % 2), m and l are updated and o is scaled. A key a row sees
-// whose block id is outside the cache (bad_key(jt), jt the key's index in the tile) sets that row's `bad`.
-template <class T, int D, class BadKey>
+// whose block id is outside the cache (bit jt of bad_keys, jt the key's index in the tile) sets that row's `bad`.
+// A tile whose keys every row of the warp sees (the bulk of a long prefill or decode) skips the per-key checks.
+// Compile-time facts that leave the rows' bits as they are and only drop work:
+//   kUpperRows false: rows 8-15 are none of the warp's (a decode CTA of at most 8 heads); their weights are 0 and
+//                     their state is left alone.
+//   kPlainScores:     no ALiBi and no soft-capping (the score is the scaled dot product, as score_of computes it).
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, const T* k_s, const T* q_lane,
                                             const uint32_t (&q_frag)[kQFrags<D>][4], int lane, const bool (&mine)[2],
-                                            const RowInfo (&row)[2], BadKey bad_key, float (&s)[kKeysPerTile<D> / 8][4],
-                                            float (&m)[2], float (&l)[2], float (&o)[D / 8][4], bool (&bad)[2]) {
+                                            const RowInfo (&row)[2], uint64_t bad_keys,
+                                            float (&s)[kKeysPerTile<D> / 8][4], float (&m)[2], float (&l)[2],
+                                            float (&o)[D / 8][4], bool (&bad)[2]) {
     constexpr int kKeyBlocks = kKeysPerTile<D> / 8;
+    constexpr int kRowHalves = kUpperRows ? 2 : 1;
     const int t = lane % 4;
     // S = Q K^T.
 #pragma unroll
     for (int nb = 0; nb < kKeyBlocks; ++nb) score_block<T, D>(s[nb], nb, k_s, q_lane, q_frag, lane);
     // Scores of the keys each row sees; -inf elsewhere.
+    const auto score = [&](float dot, int rr, int j) {
+        return kPlainScores ? __fmul_rn(dot, p.scale) : score_of(p, dot, row[rr].head, j, row[rr].pos);
+    };
+    bool sees_all = true;  // every row of the warp sees every key of the tile (warp-uniform below)
+#pragma unroll
+    for (int rr = 0; rr < kRowHalves; ++rr)
+        sees_all = sees_all && mine[rr] && row[rr].first <= tile && row[rr].pos >= tile + kKeysPerTile<D> - 1;
     float tile_max[2] = {-INFINITY, -INFINITY};
+    if (__all_sync(kFullWarp, sees_all)) {
 #pragma unroll
-    for (int nb = 0; nb < kKeyBlocks; ++nb) {
+        for (int rr = 0; rr < kRowHalves; ++rr) bad[rr] = bad[rr] || bad_keys != 0;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int rr = e / 2, jt = nb * 8 + 2 * t + e % 2, j = tile + jt;
-            const bool visible = mine[rr] && j >= row[rr].first && j <= row[rr].pos;
-            float sc = -INFINITY;
-            if (visible) {
-                if (bad_key(jt)) bad[rr] = true;
-                sc = score_of(p, s[nb][e], row[rr].head, j, row[rr].pos);
+        for (int nb = 0; nb < kKeyBlocks; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 2 * kRowHalves; ++e) {
+                s[nb][e] = score(s[nb][e], e / 2, tile + nb * 8 + 2 * t + e % 2);
+                tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
             }
-            s[nb][e] = sc;
-            tile_max[rr] = fmaxf(tile_max[rr], sc);
+        }
+    } else {
+#pragma unroll
+        for (int nb = 0; nb < kKeyBlocks; ++nb) {
+#pragma unroll
+            for (int e = 0; e < 2 * kRowHalves; ++e) {
+                const int rr = e / 2, jt = nb * 8 + 2 * t + e % 2, j = tile + jt;
+                const bool visible = mine[rr] && j >= row[rr].first && j <= row[rr].pos;
+                float sc = -INFINITY;
+                if (visible) {
+                    if ((bad_keys >> jt) & 1) bad[rr] = true;
+                    sc = score(s[nb][e], rr, j);
+                }
+                s[nb][e] = sc;
+                tile_max[rr] = fmaxf(tile_max[rr], sc);
+            }
         }
     }
-    float alpha[2], tile_sum[2] = {0, 0};
+    float alpha[2] = {1.0f, 1.0f}, tile_sum[2] = {0, 0};
 #pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
+    for (int rr = 0; rr < kRowHalves; ++rr) {
         const float m_new = fmaxf(m[rr], quad_max(tile_max[rr]));
         // Nothing seen yet: the state stays exactly as it is (scale 1, weights 0).
         alpha[rr] = m_new == -INFINITY ? 1.0f : expf(m[rr] - m_new);
@@ -152,12 +179,18 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
         l[rr] = __fadd_rn(__fmul_rn(l[rr], alpha[rr]), quad_sum(tile_sum[rr]));
         m[rr] = m_new;
     }
+    if constexpr (!kUpperRows) {
+#pragma unroll
+        for (int nb = 0; nb < kKeyBlocks; ++nb) s[nb][2] = s[nb][3] = 0.0f;
+    }
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd) {
         o[nd][0] = __fmul_rn(o[nd][0], alpha[0]);
         o[nd][1] = __fmul_rn(o[nd][1], alpha[0]);
-        o[nd][2] = __fmul_rn(o[nd][2], alpha[1]);
-        o[nd][3] = __fmul_rn(o[nd][3], alpha[1]);
+        if constexpr (kUpperRows) {
+            o[nd][2] = __fmul_rn(o[nd][2], alpha[1]);
+            o[nd][3] = __fmul_rn(o[nd][3], alpha[1]);
+        }
     }
 }
 

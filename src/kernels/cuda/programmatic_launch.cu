@@ -22,9 +22,7 @@ __global__ void probe_kernel() {}
 
 }  // namespace
 
-bool programmatic_launch_enabled() {
-    static const bool allowed = programmatic_launch_choice(std::getenv("TACO_CUDA_PDL"));
-    if (!allowed) return false;
+bool hopper_code_runs() {
     return once_per_device([](int device) {
         int major = 0;
         TACO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -32,6 +30,11 @@ bool programmatic_launch_enabled() {
         TACO_CUDA_CHECK(cudaFuncGetAttributes(&attributes, probe_kernel));
         return major >= 9 && attributes.binaryVersion >= 90;
     });
+}
+
+bool programmatic_launch_enabled() {
+    static const bool allowed = programmatic_launch_choice(std::getenv("TACO_CUDA_PDL"));
+    return allowed && hopper_code_runs();
 }
 
 }  // namespace taco::cuda

@@ -15,6 +15,11 @@ namespace taco::cuda {
 // whole of the previous one (for side-by-side measurements and for bisecting); any other value aborts naming it.
 bool programmatic_launch_choice(const char* env_value);
 
+// Whether the current device runs the kernels' sm_90 code (compute capability 9.0 or later and a binary with sm_90
+// code for it; a "90a;80" binary runs its sm_80 code elsewhere): Hopper-only instructions (griddepcontrol, the bulk
+// copy engine) exist only there. Read once per device.
+bool hopper_code_runs();
+
 // Whether kernels on the current device are queued with programmatic stream serialization: compute capability 9.0
 // or later running the kernels' sm_90 code (griddepcontrol), and TACO_CUDA_PDL allows it. Read once per device.
 bool programmatic_launch_enabled();
