@@ -44,8 +44,8 @@
 namespace taco::cuda {
 namespace {
 
-constexpr int kPartitionKeys = kAttentionPartitionKeys;
-constexpr int kRows = kDecodeAttentionRowsPerCta;  // 16: one mma's rows
+[[maybe_unused]] constexpr int kPartitionKeys = kAttentionPartitionKeys;  // unused by the sm_80 pass
+constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
 // Shared memory: K and V [kKeys][S] (2-byte elements), then Q [16][S] and the unsplit walk's merged output of the
@@ -248,44 +248,22 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
             if (split) {
                 float* part =
                     p.partials + ((int64_t(token) * p.num_heads + row[rr].head) * p.num_partitions + z) * (D + 2);
-                if (t == 0) {
-                    part[0] = row_bad ? 0.0f : m[rr];
-                    part[1] = row_bad ? NAN : l[rr];
-                }
-#pragma unroll
-                for (int nd = 0; nd < kDimBlocks; ++nd) {
-                    const int d = nd * 8 + 2 * t;
-                    part[2 + d] = row_bad ? NAN : o[nd][2 * rr];
-                    part[3 + d] = row_bad ? NAN : o[nd][2 * rr + 1];
-                }
+                write_partition_state(part, t == 0, row_bad, m[rr], l[rr], o, 0, kDimBlocks, rr, t);
                 continue;
             }
             poisoned[rr] = poisoned[rr] || row_bad;
             if (m[rr] == -INFINITY) continue;
             float a, b;
             merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
-#pragma unroll
-            for (int nd = 0; nd < kDimBlocks; ++nd) {
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
-                    total = merged_value(total, a, o[nd][2 * rr + e], b);
-                }
-            }
+            merge_partition_state(my_total, a, b, o, 0, kDimBlocks, rr);
         }
     }
     if (split) return;
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
-        if (!mine[rr]) continue;
-        T* out_row = out + (int64_t(token) * p.num_heads + row[rr].head) * D;
-#pragma unroll
-        for (int nd = 0; nd < kDimBlocks; ++nd) {
-            const int d = nd * 8 + 2 * t;
-            const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
-            out_row[d] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v0, total_l[rr]));
-            out_row[d + 1] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v1, total_l[rr]));
-        }
+        if (mine[rr])
+            write_merged_row(out + (int64_t(token) * p.num_heads + row[rr].head) * D, my_total, total_l[rr],
+                             poisoned[rr], 0, kDimBlocks, rr, t);
     }
 #endif
 }

@@ -294,66 +294,27 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                     if (z < me.first / kPartitionKeys || z > me.pos / kPartitionKeys) continue;
                     float* part =
                         p.partials + ((int64_t(me.token) * p.num_heads + me.head) * p.num_partitions + z) * (D + 2);
-                    if (t == 0 && (!coop || warp == 0)) {
-                        part[0] = row_bad ? 0.0f : m[rr];
-                        part[1] = row_bad ? NAN : l[rr];
-                    }
-                    if (coop) {
-#pragma unroll
-                        for (int i = 0; i < kNdPerWarp; ++i) {
-                            const int d = (warp * kNdPerWarp + i) * 8 + 2 * t;
-                            part[2 + d] = row_bad ? NAN : o[i][2 * rr];
-                            part[3 + d] = row_bad ? NAN : o[i][2 * rr + 1];
-                        }
-                        continue;
-                    }
-#pragma unroll
-                    for (int nd = 0; nd < kDimBlocks; ++nd) {
-                        const int d = nd * 8 + 2 * t;
-                        part[2 + d] = row_bad ? NAN : o[nd][2 * rr];
-                        part[3 + d] = row_bad ? NAN : o[nd][2 * rr + 1];
-                    }
+                    // A cooperating warp holds its own dim blocks (o[0 .. kNdPerWarp)); warp 0 writes m and l.
+                    write_partition_state(part, t == 0 && (!coop || warp == 0), row_bad, m[rr], l[rr], o,
+                                          coop ? warp * kNdPerWarp : 0, coop ? kNdPerWarp : kDimBlocks, rr, t);
                 } else {
                     poisoned[rr] = poisoned[rr] || row_bad;
                     if (m[rr] == -INFINITY) continue;
                     float a, b;
                     merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
-                    if (coop) {  // this warp's dim blocks, at their own places in its totals
-#pragma unroll
-                        for (int i = 0; i < kNdPerWarp; ++i) {
-                            const int nd = warp * kNdPerWarp + i;
-#pragma unroll
-                            for (int e = 0; e < 2; ++e) {
-                                float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
-                                total = merged_value(total, a, o[i][2 * rr + e], b);
-                            }
-                        }
-                        continue;
-                    }
-#pragma unroll
-                    for (int nd = 0; nd < kDimBlocks; ++nd) {
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            float& total = my_total[32 * (nd * 4 + 2 * rr + e)];
-                            total = merged_value(total, a, o[nd][2 * rr + e], b);
-                        }
-                    }
+                    // A cooperating warp merges its dim blocks at their own places in its totals.
+                    merge_partition_state(my_total, a, b, o, coop ? warp * kNdPerWarp : 0,
+                                          coop ? kNdPerWarp : kDimBlocks, rr);
                 }
             }
         }
         if (split || !warp_active) continue;
 #pragma unroll
         for (int rr = 0; rr < 2; ++rr) {
-            if (!mine[rr]) continue;
-            T* out_row = out + (int64_t(row[rr].token) * p.num_heads + row[rr].head) * D;
-#pragma unroll
-            for (int nd = 0; nd < kDimBlocks; ++nd) {
-                if (coop && nd / kNdPerWarp != warp) continue;  // another warp's dim block
-                const int d = nd * 8 + 2 * t;
-                const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
-                out_row[d] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v0, total_l[rr]));
-                out_row[d + 1] = from_f32<T>(poisoned[rr] ? NAN : __fdiv_rn(v1, total_l[rr]));
-            }
+            // A cooperating warp writes its own dim blocks.
+            if (mine[rr])
+                write_merged_row(out + (int64_t(row[rr].token) * p.num_heads + row[rr].head) * D, my_total, total_l[rr],
+                                 poisoned[rr], coop ? warp * kNdPerWarp : 0, coop ? kNdPerWarp : kDimBlocks, rr, t);
         }
     }
     if (!split) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
 
@@ -212,6 +213,54 @@ __device__ __forceinline__ void tile_accumulate(const T* v_s, int lane, const fl
             ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
             mma_m16n8k16<T>(o[nd], a, b0, b1);
         }
+    }
+}
+
+// A partition's state for the lane's row rr (rows g and g + 8: rr = 0, 1) once its tiles are done, over the dim
+// blocks nd0 .. nd0 + count - 1 that the lane's o[0 .. count - 1] hold (a warp holds all of them, or a cooperating
+// warp its share). Split-KV: to the row's partials `part` (m, l with_ml; o), a bad row's as (0, NaN, NaN) so that the
+// merge makes it NaN. Unsplit: merged (scales a, b of merge_scales) into the lane's running totals, element i at
+// my_total[32 i].
+template <int N>
+__device__ __forceinline__ void write_partition_state(float* part, bool with_ml, bool row_bad, float m, float l,
+                                                      const float (&o)[N][4], int nd0, int count, int rr, int t) {
+    if (with_ml) {
+        part[0] = row_bad ? 0.0f : m;
+        part[1] = row_bad ? NAN : l;
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        if (i >= count) break;
+        const int d = (nd0 + i) * 8 + 2 * t;
+        part[2 + d] = row_bad ? NAN : o[i][2 * rr];
+        part[3 + d] = row_bad ? NAN : o[i][2 * rr + 1];
+    }
+}
+
+template <int N>
+__device__ __forceinline__ void merge_partition_state(float* my_total, float a, float b, const float (&o)[N][4],
+                                                      int nd0, int count, int rr) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+        if (i >= count) break;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            float& total = my_total[32 * ((nd0 + i) * 4 + 2 * rr + e)];
+            total = merged_value(total, a, o[i][2 * rr + e], b);
+        }
+    }
+}
+
+// The lane's row rr once all its partitions are merged: dim blocks nd0 .. nd0 + count - 1 of the totals over the
+// total sum, rounded to T (NaN for a poisoned row).
+template <class T>
+__device__ __forceinline__ void write_merged_row(T* out_row, const float* my_total, float total_l, bool poisoned,
+                                                 int nd0, int count, int rr, int t) {
+    for (int nd = nd0; nd < nd0 + count; ++nd) {
+        const int d = nd * 8 + 2 * t;
+        const float v0 = my_total[32 * (nd * 4 + 2 * rr)], v1 = my_total[32 * (nd * 4 + 2 * rr + 1)];
+        out_row[d] = from_f32<T>(poisoned ? NAN : __fdiv_rn(v0, total_l));
+        out_row[d + 1] = from_f32<T>(poisoned ? NAN : __fdiv_rn(v1, total_l));
     }
 }
 
