@@ -215,6 +215,9 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
         if (d < p.head_dim) {
 #pragma unroll 8
             for (int i = 0; i < n; ++i) {
+                // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
+                // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
+                if (ml[i].x == -INFINITY) continue;
                 float a, b;
                 merge_scales(M, L, ml[i].x, ml[i].y, a, b);
                 O = merged_value(O, a, parts[int64_t(chunk + i) * (p.head_dim + 2) + 2 + d], b);

@@ -29,11 +29,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 
 #include "core/check.h"
 #include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_once.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
@@ -268,19 +268,19 @@ __global__ void __launch_bounds__(32) paged_decode_attention_kernel(const Attent
 #endif
 }
 
-// The kernel of (T, D, flags) with its shared memory opted in (once), and how many of its CTAs an SM holds.
+// The kernel of (T, D, flags) with its shared memory opted in (once per device), and how many of its CTAs an SM
+// holds.
 template <class T, int D, bool kUpperRows, bool kPlainScores>
 int prepared_ctas_per_sm() {
-    static int ctas_per_sm = 0;
-    static std::once_flag once;
-    std::call_once(once, [] {
+    return once_per_device([](int) {
         auto kernel = paged_decode_attention_kernel<T, D, kUpperRows, kPlainScores>;
         constexpr size_t smem = kDecodeSmemBytes<D>;
+        int ctas_per_sm = 0;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, 32, smem));
         TACO_CHECK_MSG(ctas_per_sm >= 1, "paged_attention (decode): no CTA of head dim {} fits an SM", D);
+        return ctas_per_sm;
     });
-    return ctas_per_sm;
 }
 
 template <class T, int D, bool kUpperRows, bool kPlainScores>

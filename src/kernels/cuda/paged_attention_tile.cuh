@@ -129,20 +129,23 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
     const auto score = [&](float dot, int rr, int j) {
         return kPlainScores ? __fmul_rn(dot, p.scale) : score_of(p, dot, row[rr].head, j, row[rr].pos);
     };
-    bool sees_all = true;  // every row of the warp sees every key of the tile (warp-uniform below)
+    // Every row of the warp's (padding rows of a small GQA group are none) sees every key of the tile: warp-uniform
+    // below. The others' scores are -inf either way.
+    bool sees_all = true;
 #pragma unroll
     for (int rr = 0; rr < kRowHalves; ++rr)
-        sees_all = sees_all && mine[rr] && row[rr].first <= tile && row[rr].pos >= tile + kKeysPerTile<D> - 1;
+        sees_all = sees_all && (!mine[rr] || (row[rr].first <= tile && row[rr].pos >= tile + kKeysPerTile<D> - 1));
     float tile_max[2] = {-INFINITY, -INFINITY};
     if (__all_sync(kFullWarp, sees_all)) {
 #pragma unroll
-        for (int rr = 0; rr < kRowHalves; ++rr) bad[rr] = bad[rr] || bad_keys != 0;
+        for (int rr = 0; rr < kRowHalves; ++rr) bad[rr] = bad[rr] || (mine[rr] && bad_keys != 0);
 #pragma unroll
         for (int nb = 0; nb < kKeyBlocks; ++nb) {
 #pragma unroll
             for (int e = 0; e < 2 * kRowHalves; ++e) {
-                s[nb][e] = score(s[nb][e], e / 2, tile + nb * 8 + 2 * t + e % 2);
-                tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
+                const int rr = e / 2;
+                s[nb][e] = mine[rr] ? score(s[nb][e], rr, tile + nb * 8 + 2 * t + e % 2) : -INFINITY;
+                tile_max[rr] = fmaxf(tile_max[rr], s[nb][e]);
             }
         }
     } else {
