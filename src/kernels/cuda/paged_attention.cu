@@ -21,10 +21,10 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_once.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
 #include "kernels/cuda/paged_attention_kernels.h"
@@ -243,9 +243,9 @@ void launch_attention(const AttentionLaunch& p, dim3 grid, int threads, size_t s
     // a decode CTA of 2) failed to launch when the opt-in was asked only above 48 KiB. The limit is set to the
     // largest launch's size, the same value every call, so launches of other sizes (other layers, other threads)
     // never race on the attribute.
-    static std::once_flag once;  // once per instantiation
-    std::call_once(once, [&] {
+    once_per_device([&](int) {  // once per instantiation and device (the attribute is the device's)
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxSmemBytes)));
+        return true;
     });
     launch_kernel("paged_attention_kernel", kernel, grid, threads, smem_bytes, stream, p);
 }

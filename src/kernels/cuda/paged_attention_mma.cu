@@ -25,10 +25,10 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 
 #include "core/check.h"
 #include "kernels/cuda/cp_async.cuh"
+#include "kernels/cuda/device_once.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
@@ -330,12 +330,12 @@ template <class T, int D, bool kPlainScores>
 void launch_kernel_for(const AttentionLaunch& p, cudaStream_t stream) {
     auto kernel = paged_attention_mma_kernel<T, D, kPlainScores>;
     constexpr size_t smem = kSmemBytes<D>;
-    // The opt-in above 48 KiB, once per instantiation (the same value every time, so concurrent first calls agree).
-    static std::once_flag once;
-    std::call_once(once, [&] {
+    // The opt-in above 48 KiB, once per instantiation and device (the attribute is the device's).
+    once_per_device([&](int) {
         TACO_CHECK_MSG(
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)) == cudaSuccess,
             "paged_attention (tensor cores): {} bytes of shared memory for head dim {}", smem, D);
+        return true;
     });
     launch_kernel("paged_attention_mma_kernel", kernel, dim3(p.grid_x, p.grid_y, p.grid_z), kWarps * 32, smem, stream,
                   p);
