@@ -6,9 +6,10 @@
 //   and each streams on its own.
 // - K and V of a tile land in their own buffers, V behind K: the scores of a tile start when its K has landed, the
 //   next tile's K is asked for as soon as the scores are done, its V as soon as P V is done, so a tile's copies run
-//   under the arithmetic of the one before. The next tile's block-table reads are issued before the wait. On Hopper
-//   the bulk copy engine moves each key's row in one copy completing on the buffer's mbarrier (a lane asks for two
-//   rows); older GPUs take cp.async 16 bytes at a time.
+//   under the arithmetic of the one before. The next tile's block-table reads are issued before the wait. The bulk
+//   copy engine moves each key's row in one copy completing on the buffer's mbarrier (a lane asks for two rows), so
+//   the kernel is Hopper's (its sm_80 build is empty; decode_attention_supports sends other GPUs to the general
+//   kernel).
 // - The rows' work is cut at compile time where the launch allows: rows 8-15 of the mma carry nothing for a group of
 //   at most 8 heads, and without ALiBi or soft-capping the score is the scaled dot product.
 // - Split-KV (partials given): CTA z of a row takes partitions z_lo + z, z_lo + z + gridDim.z, ... and writes each
@@ -290,22 +291,21 @@ void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
                   dim3(p.grid_x, p.grid_y, p.grid_z), 32, kDecodeSmemBytes<D>, stream, p);
 }
 
-// With a launch: queues the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8
-// heads per CTA; the plain score without ALiBi or soft-capping). Either way: how many CTAs of the (T, D) kernels an SM
-// holds at the least.
+// Without a launch: how many CTAs of the (T, D) kernels an SM holds at the least (the split choice). With one: queues
+// the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per CTA; the plain
+// score without ALiBi or soft-capping), and returns 0.
 template <class T, int D>
 int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
-    const int ctas_per_sm =
-        std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
-                 std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
-    if (p == nullptr) return ctas_per_sm;
+    if (p == nullptr)
+        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
+                        std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
     const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
     if (upper) {
         plain ? launch_decode<T, D, true, true>(*p, stream) : launch_decode<T, D, true, false>(*p, stream);
     } else {
         plain ? launch_decode<T, D, false, true>(*p, stream) : launch_decode<T, D, false, false>(*p, stream);
     }
-    return ctas_per_sm;
+    return 0;
 }
 
 // run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
