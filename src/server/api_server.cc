@@ -100,7 +100,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     auto server = std::unique_ptr<ApiServer>(new ApiServer());
     server->engine_ = engine;
     if (options.served_model_names.empty()) return error("no served model name");
+    if (Status valid = options.cors.validate(); !valid) return valid;
     server->options_ = std::move(options);
+    server->cors_ = CorsPolicy(server->options_.cors);
     server->created_ = int64_t(std::time(nullptr));
     const ApiServerOptions& opts = server->options_;
     auto from_dir = ChatTemplate::from_dir(opts.model_dir);
@@ -174,6 +176,15 @@ bool ApiServer::authorized(const HttpRequest& request) const {
 }
 
 HandlerResult ApiServer::handle(const HttpRequest& request) {
+    // As vLLM, whose CORS middleware runs before its authentication (which lets OPTIONS through): a preflight needs
+    // no key. Unlike vLLM, a 401 carries the CORS headers too, so a browser client can read why it was refused.
+    if (auto preflight = cors_.preflight(request)) return HandlerResult{std::move(*preflight), nullptr};
+    HandlerResult result = dispatch(request);
+    cors_.add_response_headers(request, result.reply.headers);
+    return result;
+}
+
+HandlerResult ApiServer::dispatch(const HttpRequest& request) {
     const std::string path = request.target.substr(0, request.target.find('?'));
     if (options_.log_requests && request.method == "POST") log_info("server: {} {}", request.method, path);
     // As vLLM: the key guards the OpenAI routes (/v1/...); health, metrics, tokenize and the SageMaker routes are

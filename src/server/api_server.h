@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -37,6 +38,7 @@ struct ApiServerOptions {
     nlohmann::json default_chat_template_kwargs = nlohmann::json::object();  // --default-chat-template-kwargs
     StructuredOutputsConfig structured_outputs;  // --structured-outputs-config / --guided-decoding-backend
     ToolServerOptions tools;                     // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
+    CorsOptions cors;                            // --allowed-origins, --allowed-methods, --allowed-headers, ...
     HttpServerOptions http;
 };
 
@@ -54,9 +56,11 @@ public:
     int port() const { return http_->port(); }
     int64_t num_in_flight() const { return in_flight_.load(); }
 
+    // Every request: a CORS preflight is answered at once; any other is routed, then gets the CORS headers.
     HandlerResult handle(const HttpRequest& request);
 
 private:
+    HandlerResult dispatch(const HttpRequest& request);
     ApiServer() = default;
     HandlerResult completions(const HttpRequest& request, Endpoint endpoint);
     HandlerResult tokenize(const HttpRequest& request);
@@ -74,6 +78,7 @@ private:
 
     Engine* engine_ = nullptr;
     ApiServerOptions options_;
+    CorsPolicy cors_;
     std::optional<ChatTemplate> chat_template_;
     ParseContext context_;
     std::unique_ptr<ServerMetrics> metrics_;

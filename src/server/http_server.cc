@@ -57,6 +57,16 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
+// A header field a handler may send: a token for a name, a value without CR, LF or NUL (a value echoed from a request
+// never splits the response).
+bool is_field(std::string_view name, std::string_view value) {
+    if (name.empty()) return false;
+    for (char c : name)
+        if (!std::isalnum(uint8_t(c)) && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+            return false;
+    return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
 // A request the connection refuses before any handler sees it.
 struct Rejection {
     int status;
@@ -303,17 +313,21 @@ private:
         }
         if (!result.pending) return send(std::move(result.reply));
         pending_ = std::move(result.pending);
+        pending_headers_ = std::move(result.reply.headers);
         if (pending_->streaming() && !head_) {
             out_ = fmt::format(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                "Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+                "Transfer-Encoding: chunked\r\nConnection: {}\r\n",
                 keep_alive_ ? "keep-alive" : "close");
+            for (const auto& [name, value] : pending_headers_)
+                if (is_field(name, value)) out_ += name + ": " + value + "\r\n";
+            out_ += "\r\n";
             stream_done_ = false;
             write_stream();
         } else if (pending_->streaming()) {  // HEAD of a stream: a header and no body, so no work to do
             pending_->cancel();
             pending_.reset();
-            send(Reply{200, "text/event-stream", "", {}});
+            send(Reply{200, "text/event-stream", "", std::move(pending_headers_)});
         } else {
             watch_for_disconnect();
             poll_whole();
@@ -360,7 +374,8 @@ private:
         res.version(11);
         res.set(http::field::server, "taco-llm");
         res.set(http::field::content_type, reply.content_type);
-        for (auto& [name, value] : reply.headers) res.set(name, value);
+        for (auto& [name, value] : reply.headers)
+            if (is_field(name, value)) res.set(name, value);
         res.keep_alive(keep_alive_);
         res.body() = std::move(reply.body);
         res.prepare_payload();  // Content-Length: for HEAD too, the length a GET would get (RFC 9110 9.3.2)
@@ -418,6 +433,8 @@ private:
                     log_warn("server: a pending reply's take_reply() threw");
                 }
             }
+            for (auto& header : pending_headers_) reply.headers.push_back(std::move(header));
+            pending_headers_.clear();
             pending_.reset();
             if (!watching_) return send(std::move(reply));
             ready_ = std::move(reply);  // sent once the watching read has been cancelled
@@ -483,6 +500,7 @@ private:
         [this](uint64_t, beast::string_view extensions, error_code& ec) { on_chunk_header(extensions, ec); };
     std::shared_ptr<Shared> shared_;
     std::shared_ptr<PendingReply> pending_;
+    std::vector<std::pair<std::string, std::string>> pending_headers_;  // the handler's headers for pending_'s reply
     std::string out_;
     bool keep_alive_ = true;
     bool stream_done_ = false;
@@ -498,6 +516,12 @@ std::string HttpRequest::header(const std::string& lower_name) const {
     for (const auto& [name, value] : headers)
         if (name == lower_name) return value;
     return "";
+}
+
+bool HttpRequest::has_header(const std::string& lower_name) const {
+    for (const auto& [name, value] : headers)
+        if (name == lower_name) return true;
+    return false;
 }
 
 // Counts closes still to happen; stop() waits (bounded) for them.

@@ -22,8 +22,9 @@ struct HttpRequest {
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
 
-    // "" when absent.
+    // The first field of that name; "" when absent.
     std::string header(const std::string& lower_name) const;
+    bool has_header(const std::string& lower_name) const;
 };
 
 struct Reply {
@@ -49,7 +50,9 @@ public:
 
 struct HandlerResult {
     Reply reply;
-    std::shared_ptr<PendingReply> pending;  // when set, `reply` is unused
+    // When set, only `reply.headers` of `reply` is used: they join the pending reply's response (the stream's header,
+    // or the headers of take_reply()'s Reply).
+    std::shared_ptr<PendingReply> pending;
 };
 
 using Handler = std::function<HandlerResult(const HttpRequest&)>;

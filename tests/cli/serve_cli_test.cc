@@ -53,6 +53,10 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --enable-auto-tool-choice",
                    "--enable-auto-tool-choice needs --tool-call-parser");
     expect_refused("models/demo --port 0 --reasoning-parser magistral", "--reasoning-parser 'magistral'");
+    // CORS lists are JSON lists of strings, as vLLM parses them.
+    expect_refused("models/demo --port 0 --allowed-origins https://a.example", "--allowed-origins must be a JSON list");
+    expect_refused("models/demo --port 0 --allowed-methods '[1]'", "--allowed-methods must be a JSON list");
+    expect_refused("models/demo --port 0 --allowed-headers '[\"\"]'", "--allowed-headers: '' is not a valid entry");
 }
 
 // vLLM flags of features that do not exist here stop the server at start, naming the flag (never a warning that
@@ -61,7 +65,6 @@ TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
     expect_refused("models/demo --port 0 --enable-lora", "--enable-lora: LoRA");
     expect_refused("models/demo --port 0 --max-loras 2", "--max-loras: LoRA");
     expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile: TLS");
-    expect_refused("models/demo --port 0 --allowed-origins '[\"*\"]'", "--allowed-origins: CORS");
     expect_refused("models/demo --port 0 --limit-mm-per-prompt '{}'", "--limit-mm-per-prompt");
     expect_refused("models/demo --port 0 --pipeline-parallel-size 2", "--pipeline-parallel-size 2");
     expect_refused("models/demo --port 0 --data-parallel-size 2", "--data-parallel-size 2");

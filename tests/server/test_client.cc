@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <cctype>
 #include <stdexcept>
 
 #include <boost/asio.hpp>
@@ -40,6 +41,11 @@ HttpResult read_response(beast::tcp_stream& stream, beast::flat_buffer& buffer) 
     out.body = res.body();
     out.retry_after = std::string(res[http::field::retry_after]);
     out.content_type = std::string(res[http::field::content_type]);
+    for (const auto& field : res) {
+        std::string name(field.name_string());
+        for (char& c : name) c = char(std::tolower(uint8_t(c)));
+        out.headers.emplace_back(name, std::string(field.value()));
+    }
     return out;
 }
 
@@ -104,6 +110,33 @@ HttpResult http_call(int port, const std::string& method, const std::string& tar
     beast::error_code ignored;
     stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
     return out;
+}
+
+HttpResult http_call_with(int port, const std::string& method, const std::string& target, const std::string& body,
+                          const std::vector<std::pair<std::string, std::string>>& fields) {
+    net::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+    auto request = make_request(method, target, body, "");
+    for (const auto& [name, value] : fields) request.set(name, value);
+    http::write(stream, request);
+    beast::flat_buffer buffer;
+    HttpResult out = read_response(stream, buffer);
+    beast::error_code ignored;
+    stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    return out;
+}
+
+std::string HttpResult::header(const std::string& lower_name) const {
+    for (const auto& [name, value] : headers)
+        if (name == lower_name) return value;
+    return "";
+}
+
+bool HttpResult::has_header(const std::string& lower_name) const {
+    for (const auto& [name, value] : headers)
+        if (name == lower_name) return true;
+    return false;
 }
 
 int first_status(const std::string& raw) {

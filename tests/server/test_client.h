@@ -19,12 +19,20 @@ struct HttpResult {
     std::string body;
     std::string retry_after;
     std::string content_type;
+    std::vector<std::pair<std::string, std::string>> headers;  // every field, names lower-cased
     nlohmann::json json() const { return nlohmann::json::parse(body); }
+    // The first field of that name; "" when absent.
+    std::string header(const std::string& lower_name) const;
+    bool has_header(const std::string& lower_name) const;
 };
 
 // One request on a fresh connection to 127.0.0.1:port (Content-Type application/json).
 HttpResult http_call(int port, const std::string& method, const std::string& target, const std::string& body,
                      const std::string& api_key = "");
+
+// The same with extra request fields (Origin, X-Request-Id, ...), each replacing a default field of its name.
+HttpResult http_call_with(int port, const std::string& method, const std::string& target, const std::string& body,
+                          const std::vector<std::pair<std::string, std::string>>& fields);
 
 inline HttpResult post(int port, const std::string& target, const nlohmann::json& body, const std::string& key = "") {
     return http_call(port, "POST", target, body.dump(), key);

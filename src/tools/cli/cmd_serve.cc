@@ -50,7 +50,18 @@ struct ServeArgs {
     std::string default_chat_template_kwargs;  // JSON object
     std::string hf_token;
     bool enable_log_requests = false;
+    // CORS, as vLLM: JSON lists of strings.
+    std::string allowed_origins = R"(["*"])", allowed_methods = R"(["*"])", allowed_headers = R"(["*"])";
 };
+
+// A flag's JSON list of strings (vLLM's --allowed-origins '["https://a.example"]'), or an error naming the flag.
+std::vector<std::string> json_string_list(const char* flag, const std::string& text) {
+    auto value = parse_json(text);
+    bool strings = value && value->is_array();
+    for (size_t i = 0; strings && i < value->size(); ++i) strings = value->at(i).is_string();
+    if (!strings) fail(fmt::format("{} must be a JSON list of strings, e.g. '[\"*\"]', got '{}'", flag, text));
+    return value->get<std::vector<std::string>>();
+}
 
 // vLLM flags of features taco-llm does not have: an error naming the flag, before anything loads.
 struct UnsupportedFlag {
@@ -68,10 +79,6 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--ssl-keyfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
     {"--ssl-certfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
     {"--ssl-ca-certs", true, "TLS is not implemented; put a TLS proxy in front of the server"},
-    {"--allowed-origins", true, "CORS is not implemented"},
-    {"--allowed-methods", true, "CORS is not implemented"},
-    {"--allowed-headers", true, "CORS is not implemented"},
-    {"--allow-credentials", false, "CORS is not implemented"},
     {"--enable-request-id-headers", false, "X-Request-Id headers are not implemented"},
     {"--hf-overrides", true, "overriding the model's config is not implemented"},
     {"--override-generation-config", true, "use --generation-config with a folder instead"},
@@ -181,6 +188,10 @@ void run_serve(ServeArgs& args) {
         if (!format) fail(format.status().message());
         args.server.tools.reasoning_parser = *format;
     }
+    args.server.cors.allowed_origins = json_string_list("--allowed-origins", args.allowed_origins);
+    args.server.cors.allowed_methods = json_string_list("--allowed-methods", args.allowed_methods);
+    args.server.cors.allowed_headers = json_string_list("--allowed-headers", args.allowed_headers);
+    if (Status valid = args.server.cors.validate(); !valid) fail(valid.message());
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
@@ -298,6 +309,16 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
         ->capture_default_str();
     sub->add_option("--default-chat-template-kwargs", args->default_chat_template_kwargs,
                     "JSON object of chat-template variables for every request (a request's chat_template_kwargs win)");
+    sub->add_option("--allowed-origins", args->allowed_origins,
+                    "CORS: JSON list of the origins whose browser pages may call the API (\"*\": any)")
+        ->capture_default_str();
+    sub->add_option("--allowed-methods", args->allowed_methods, "CORS: JSON list of the methods allowed (\"*\": any)")
+        ->capture_default_str();
+    sub->add_option("--allowed-headers", args->allowed_headers,
+                    "CORS: JSON list of the request headers allowed (\"*\": any)")
+        ->capture_default_str();
+    sub->add_flag("--allow-credentials", args->server.cors.allow_credentials,
+                  "CORS: allow credentials (cookies, Authorization) on cross-origin requests");
     sub->add_option("--hf-token", args->hf_token, "Hugging Face token for hub downloads (default: $HF_TOKEN)");
     sub->add_option_function<std::string>(
         "-O", [](const std::string&) { log_warn("-O (vLLM's compilation level) is accepted and has no effect here"); },
