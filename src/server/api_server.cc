@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <ctime>
+#include <random>
 #include <thread>
 #include <tuple>
 
@@ -24,6 +25,13 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kVersion = "0.1.0";
+constexpr const char* kRequestId = "X-Request-Id";
+
+// 32 hex digits, as Python's uuid4().hex that vLLM sends.
+std::string random_hex_id() {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return fmt::format("{:016x}{:016x}", rng(), rng());
+}
 
 HandlerResult error_reply(const ApiError& error, std::vector<std::pair<std::string, std::string>> headers = {}) {
     return HandlerResult{Reply{error.status, "application/json", error_body(error), std::move(headers)}, nullptr};
@@ -181,6 +189,18 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
     if (auto preflight = cors_.preflight(request)) return HandlerResult{std::move(*preflight), nullptr};
     HandlerResult result = dispatch(request);
     cors_.add_response_headers(request, result.reply.headers);
+    if (options_.enable_request_id_headers) {
+        // As vLLM's middleware: the client's own id when it sent one. Else the id a generation endpoint put there
+        // (its reply's), else a random one.
+        auto& headers = result.reply.headers;
+        auto found = std::find_if(headers.begin(), headers.end(), [](const auto& h) { return h.first == kRequestId; });
+        if (request.has_header("x-request-id")) {
+            if (found != headers.end()) headers.erase(found);
+            headers.emplace_back(kRequestId, request.header("x-request-id"));
+        } else if (found == headers.end()) {
+            headers.emplace_back(kRequestId, random_hex_id());
+        }
+    }
     return result;
 }
 
@@ -274,9 +294,11 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
         streams.push_back(std::move(*stream));
     }
     job->inputs.clear();
-    return HandlerResult{{},
-                         std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
-                                                           std::move(streams), arrival)};
+    auto reply = std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
+                                                   std::move(streams), arrival);
+    HandlerResult result{{}, reply};
+    if (options_.enable_request_id_headers) result.reply.headers.emplace_back(kRequestId, reply->id());
+    return result;
 }
 
 HandlerResult ApiServer::submit_error(const Status& status, const std::string& prompt_param) {
@@ -309,9 +331,11 @@ HandlerResult ApiServer::responses(const HttpRequest& request) {
     auto stream = engine_->submit(std::move(job->inputs.at(0)));
     if (!stream) return submit_error(stream.status(), "input");
     job->inputs.clear();
-    return HandlerResult{{},
-                         std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
-                                                          std::move(echo), std::move(*stream))};
+    auto reply = std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
+                                                  std::move(echo), std::move(*stream));
+    HandlerResult result{{}, reply};
+    if (options_.enable_request_id_headers) result.reply.headers.emplace_back(kRequestId, reply->id());
+    return result;
 }
 
 HandlerResult ApiServer::invocations(const HttpRequest& request) {

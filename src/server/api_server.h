@@ -39,6 +39,9 @@ struct ApiServerOptions {
     StructuredOutputsConfig structured_outputs;  // --structured-outputs-config / --guided-decoding-backend
     ToolServerOptions tools;                     // --enable-auto-tool-choice, --tool-call-parser, --reasoning-parser
     CorsOptions cors;                            // --allowed-origins, --allowed-methods, --allowed-headers, ...
+    // --enable-request-id-headers: every response carries X-Request-Id (the client's, else the reply's id, else a
+    // random one).
+    bool enable_request_id_headers = false;
     HttpServerOptions http;
 };
 

@@ -30,6 +30,8 @@ public:
     bool poll(std::string& out) override;
     Reply take_reply() override;
     void cancel() override;
+    // The reply's id ("chatcmpl-...", "cmpl-...", "resp_..."), for X-Request-Id and the request log.
+    const std::string& id() const { return id_; }
 
 private:
     // The Response object as it stands: status "in_progress" until the output has finished.

@@ -79,7 +79,6 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--ssl-keyfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
     {"--ssl-certfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
     {"--ssl-ca-certs", true, "TLS is not implemented; put a TLS proxy in front of the server"},
-    {"--enable-request-id-headers", false, "X-Request-Id headers are not implemented"},
     {"--hf-overrides", true, "overriding the model's config is not implemented"},
     {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
@@ -319,6 +318,8 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
         ->capture_default_str();
     sub->add_flag("--allow-credentials", args->server.cors.allow_credentials,
                   "CORS: allow credentials (cookies, Authorization) on cross-origin requests");
+    sub->add_flag("--enable-request-id-headers", args->server.enable_request_id_headers,
+                  "Responses carry X-Request-Id: the request's own X-Request-Id, else the reply's id");
     sub->add_option("--hf-token", args->hf_token, "Hugging Face token for hub downloads (default: $HF_TOKEN)");
     sub->add_option_function<std::string>(
         "-O", [](const std::string&) { log_warn("-O (vLLM's compilation level) is accepted and has no effect here"); },
