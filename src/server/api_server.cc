@@ -16,6 +16,7 @@
 #include "engine/sampling_json.h"
 #include "server/completion_reply.h"
 #include "server/request_json.h"
+#include "server/request_log.h"
 #include "server/responses_reply.h"
 #include "server/responses_request.h"
 
@@ -75,7 +76,7 @@ std::string system_fingerprint(const ModelConfig& model, const std::string& name
 }
 
 // /openapi.json: the routes this server answers, as an OpenAPI 3.1 document (vLLM serves FastAPI's).
-json openapi_document() {
+json openapi_document(const std::string& root_path) {
     const std::tuple<const char*, const char*, const char*> routes[] = {
         {"/v1/completions", "post", "Completions (OpenAI)"},
         {"/v1/chat/completions", "post", "Chat completions (OpenAI)"},
@@ -95,7 +96,21 @@ json openapi_document() {
     for (const auto& [path, method, summary] : routes)
         paths[path][method] = {{"summary", summary},
                                {"responses", {{"200", {{"description", "Successful Response"}}}}}};
-    return {{"openapi", "3.1.0"}, {"info", {{"title", "taco-llm"}, {"version", kVersion}}}, {"paths", paths}};
+    json document = {{"openapi", "3.1.0"}, {"info", {{"title", "taco-llm"}, {"version", kVersion}}}, {"paths", paths}};
+    // As FastAPI: the root path (without a trailing '/') is where a client finds these paths.
+    std::string server_url = root_path;
+    while (!server_url.empty() && server_url.back() == '/') server_url.pop_back();
+    if (!server_url.empty()) document["servers"] = json::array({{{"url", server_url}}});
+    return document;
+}
+
+// The path the routes see under --root-path, as Starlette routes under FastAPI's root_path: the prefix is taken off
+// a path that starts with it and a '/', any other path is routed as it is (a proxy that strips the prefix works
+// too). The root path alone is no route.
+std::string route_path(const std::string& path, const std::string& root_path) {
+    if (root_path.empty() || path.rfind(root_path, 0) != 0) return path;
+    if (path.size() == root_path.size()) return "";
+    return path[root_path.size()] == '/' ? path.substr(root_path.size()) : path;
 }
 
 }  // namespace
@@ -205,7 +220,7 @@ HandlerResult ApiServer::handle(const HttpRequest& request) {
 }
 
 HandlerResult ApiServer::dispatch(const HttpRequest& request) {
-    const std::string path = request.target.substr(0, request.target.find('?'));
+    const std::string path = route_path(request.target.substr(0, request.target.find('?')), options_.root_path);
     if (options_.log_requests && request.method == "POST") log_info("server: {} {}", request.method, path);
     // As vLLM: the key guards the OpenAI routes (/v1/...); health, metrics, tokenize and the SageMaker routes are
     // open.
@@ -231,7 +246,7 @@ HandlerResult ApiServer::dispatch(const HttpRequest& request) {
     if (path == "/v1/chat/completions") return on("POST", [&] { return completions(request, Endpoint::kChat); });
     if (path == "/v1/responses") return on("POST", [&] { return responses(request); });
     if (path == "/openapi.json" && !options_.disable_docs)
-        return on("GET", [&] { return json_reply(openapi_document()); });
+        return on("GET", [&] { return json_reply(openapi_document(options_.root_path)); });
     if (path == "/tokenize") return on("POST", [&] { return tokenize(request); });
     if (path == "/detokenize") return on("POST", [&] { return detokenize(request); });
     // SageMaker's one inference route: a chat request when the body has "messages", a completion when it has
@@ -284,6 +299,11 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     auto job = endpoint == Endpoint::kChat ? parse_chat_request(*body, context_, error, ordered_body)
                                            : parse_completion_request(*body, context_, error, ordered_body);
     if (!job) return error_reply(error);
+    job->prompt_tokens_details = options_.enable_prompt_tokens_details;
+    std::vector<std::string> logged_prompts;  // said once the reply has its id
+    if (options_.log_prompts)
+        for (const GenerationInput& input : job->inputs)
+            logged_prompts.push_back(describe_prompt(input, options_.max_log_len));
     std::vector<std::shared_ptr<OutputStream>> streams;
     for (GenerationInput& input : job->inputs) {
         auto stream = engine_->submit(std::move(input));
@@ -296,6 +316,9 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
     job->inputs.clear();
     auto reply = std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
                                                    std::move(streams), arrival);
+    for (size_t i = 0; i < logged_prompts.size(); ++i)
+        log_info("server: request {}{}: {}", reply->id(), logged_prompts.size() > 1 ? fmt::format(" [{}]", i) : "",
+                 logged_prompts[i]);
     HandlerResult result{{}, reply};
     if (options_.enable_request_id_headers) result.reply.headers.emplace_back(kRequestId, reply->id());
     return result;
@@ -328,11 +351,14 @@ HandlerResult ApiServer::responses(const HttpRequest& request) {
             if (error.param == chat_name) error.param = responses_name;
         return error_reply(error);
     }
+    const std::string logged_prompt =
+        options_.log_prompts ? describe_prompt(job->inputs.at(0), options_.max_log_len) : "";
     auto stream = engine_->submit(std::move(job->inputs.at(0)));
     if (!stream) return submit_error(stream.status(), "input");
     job->inputs.clear();
     auto reply = std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
                                                   std::move(echo), std::move(*stream));
+    if (options_.log_prompts) log_info("server: request {}: {}", reply->id(), logged_prompt);
     HandlerResult result{{}, reply};
     if (options_.enable_request_id_headers) result.reply.headers.emplace_back(kRequestId, reply->id());
     return result;

@@ -32,7 +32,13 @@ struct ApiServerOptions {
     std::string response_role = "assistant";      // --response-role
     std::string generation_config = "auto";       // vLLM's --generation-config: "auto", "vllm" or a folder
     int64_t max_pending_requests = 8192;          // requests in flight beyond this get 503
-    bool log_requests = true;
+    bool log_requests = true;                     // a line per POST
+    bool log_prompts = false;                     // --enable-log-requests: a generation request's id and prompts
+    std::optional<int64_t> max_log_len;           // --max-log-len: characters (token ids) of a logged prompt
+    bool enable_prompt_tokens_details = false;    // --enable-prompt-tokens-details: usage's cached_tokens
+    // --root-path: the prefix a proxy may leave on paths (vLLM's FastAPI root_path): "/api/v1/models" is routed as
+    // "/v1/models", unprefixed paths still are, and /openapi.json names it in "servers".
+    std::string root_path;
     bool disable_docs = false;                                               // --disable-fastapi-docs: no /openapi.json
     bool force_include_usage = false;                                        // --enable-force-include-usage
     nlohmann::json default_chat_template_kwargs = nlohmann::json::object();  // --default-chat-template-kwargs

@@ -89,10 +89,9 @@ json CompletionReply::usage() const {
         completion += track.num_generated;
         cached += track.num_cached_tokens;
     }
-    return json{{"prompt_tokens", prompt},
-                {"completion_tokens", completion},
-                {"total_tokens", prompt + completion},
-                {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+    json out = {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+    if (job_.prompt_tokens_details && cached > 0) out["prompt_tokens_details"] = {{"cached_tokens", cached}};
+    return out;
 }
 
 std::string CompletionReply::logprob_token(int32_t token) const {

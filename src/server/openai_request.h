@@ -51,6 +51,9 @@ struct CompletionJob {
     std::string role = "assistant";  // chat: the reply's role (--response-role)
     std::string system_fingerprint;  // ParseContext::system_fingerprint
     ChatOutputOptions chat_output;   // chat: reasoning_content and tool_calls taken out of the reply's text
+    // --enable-prompt-tokens-details: usage has prompt_tokens_details.cached_tokens (as vLLM: when any prompt token
+    // came from the prefix cache).
+    bool prompt_tokens_details = false;
 };
 
 struct StructuredOutputsConfig;  // server/structured_request.h

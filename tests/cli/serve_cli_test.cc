@@ -57,6 +57,8 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --allowed-origins https://a.example", "--allowed-origins must be a JSON list");
     expect_refused("models/demo --port 0 --allowed-methods '[1]'", "--allowed-methods must be a JSON list");
     expect_refused("models/demo --port 0 --allowed-headers '[\"\"]'", "--allowed-headers: '' is not a valid entry");
+    expect_refused("models/demo --port 0 --root-path api", "--root-path 'api' must start with '/'");
+    expect_refused("models/demo --port 0 --max-log-len -1", "--max-log-len must be at least 0");
 }
 
 // vLLM flags of features that do not exist here stop the server at start, naming the flag (never a warning that

@@ -1,6 +1,7 @@
 // vLLM drop-in with the official OpenAI npm client (openai@6): `taco_llm serve` (the demo model) started with a
 // pasted vLLM command line (underscore spellings, no-op tuning flags, --response-role, --default-chat-template-kwargs,
-// --enable-force-include-usage, --scheduling-policy priority), then /v1/responses (create, stream), models.retrieve,
+// --enable-force-include-usage, --scheduling-policy priority, --enable-request-id-headers, --root-path,
+// --enable-prompt-tokens-details, CORS), then /v1/responses (create, stream), models.retrieve,
 // /openapi.json and a few vLLM request fields through the client.
 // Usage: node tests/server/openai_vllm_dropin_test.mjs PATH/TO/taco_llm   (exit 77: client not installed)
 import assert from 'node:assert/strict';
@@ -13,7 +14,8 @@ const { server, port } = await startServer(binary, [
   '--uvicorn-log-level', 'warning', '--disable-uvicorn-access-log', '--response-role', 'model',
   '--default-chat-template-kwargs', '{"unused_variable": 1}', '--enable-force-include-usage',
   '--scheduling_policy', 'priority', '--task', 'generate', '--data-parallel-size', '1', '--served-model-name', 'demo',
-  '--api-key', 'k1', '--api-key', 'k2',
+  '--api-key', 'k1', '--api-key', 'k2', '--enable-request-id-headers', '--root-path', '/api',
+  '--enable-prompt-tokens-details', '--allowed-origins', '["https://app.example"]', '--allow-credentials',
 ]);
 
 try {
@@ -80,6 +82,31 @@ try {
   const openapi = await (await fetch(`http://127.0.0.1:${port}/openapi.json`)).json();
   assert.ok(openapi.paths['/v1/responses'].post);
   assert.ok(openapi.paths['/v1/chat/completions'].post);
+  // --enable-request-id-headers: the client's request_id (from X-Request-Id) is the completion's id.
+  const { data: withId, request_id: requestId } = await client.chat.completions.create({ model: 'demo',
+    max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
+  assert.equal(requestId, withId.id);
+  // --root-path /api: a client pointed at the prefixed URL is served, and /openapi.json names the prefix.
+  const prefixed = new OpenAI({ apiKey: 'k1', baseURL: `http://127.0.0.1:${port}/api/v1`, maxRetries: 0 });
+  assert.equal((await prefixed.models.retrieve('demo')).id, 'demo');
+  assert.deepEqual(openapi.servers, [{ url: '/api' }]);
+  // --enable-prompt-tokens-details: a repeated long prompt reports the tokens the prefix cache served.
+  const long = { model: 'demo', max_tokens: 1, messages: [{ role: 'user', content: 'Tell me a story. '.repeat(20) }] };
+  await client.chat.completions.create(long);
+  const cachedUsage = (await client.chat.completions.create(long)).usage;
+  assert.ok(cachedUsage.prompt_tokens_details.cached_tokens >= 16, JSON.stringify(cachedUsage));
+  // CORS with an origin list and credentials: a preflight needs no key; another origin's preflight is refused.
+  const preflight = (origin) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'OPTIONS',
+    headers: { Origin: origin, 'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type' } });
+  const allowed = await preflight('https://app.example');
+  assert.equal(allowed.status, 200);
+  assert.equal(allowed.headers.get('access-control-allow-origin'), 'https://app.example');
+  assert.equal(allowed.headers.get('access-control-allow-credentials'), 'true');
+  assert.equal((await preflight('https://evil.example')).status, 400);
+  const cors = await fetch(`http://127.0.0.1:${port}/v1/models`,
+    { headers: { Origin: 'https://app.example', Authorization: 'Bearer k1' } });
+  assert.equal(cors.headers.get('access-control-allow-origin'), 'https://app.example');
   console.log('openai vLLM drop-in test: ok');
 } finally {
   server.kill('SIGTERM');

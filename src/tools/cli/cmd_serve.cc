@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "core/file_util.h"
@@ -50,6 +51,7 @@ struct ServeArgs {
     std::string default_chat_template_kwargs;  // JSON object
     std::string hf_token;
     bool enable_log_requests = false;
+    std::optional<int64_t> max_log_len;  // --max-log-len
     // CORS, as vLLM: JSON lists of strings.
     std::string allowed_origins = R"(["*"])", allowed_methods = R"(["*"])", allowed_headers = R"(["*"])";
 };
@@ -96,14 +98,11 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--kv-cache-dtype", true},
     {"--tokenizer-mode", true},
     {"--revision-tokenizer", true},
-    {"--max-log-len", true},
     {"--disable-uvicorn-access-log", false},
-    {"--enable-prompt-tokens-details", false},
     {"--max-num-partial-prefills", true},
     {"--max-long-partial-prefills", true},
     {"--long-prefill-token-threshold", true},
     {"--compilation-config", true},
-    {"--root-path", true},
     {"--cpu-offload-gb", true},
     {"--max-logprobs", true},
     {"--distributed-executor-backend", true},
@@ -204,6 +203,14 @@ void run_serve(ServeArgs& args) {
     if (args.enable_log_requests && args.disable_log_requests)
         fail("--enable-log-requests and --disable-log-requests contradict each other; give one");
     options.log_requests = !args.disable_log_requests;
+    options.log_prompts = args.enable_log_requests;
+    if (args.max_log_len) {
+        if (*args.max_log_len < 0) fail(fmt::format("--max-log-len must be at least 0, got {}", *args.max_log_len));
+        options.max_log_len = args.max_log_len;
+    }
+    if (!options.root_path.empty() && options.root_path.front() != '/')
+        fail(fmt::format("--root-path '{}' must start with '/' (the prefix of the paths, e.g. /api)",
+                         options.root_path));
     options.generation_config = args.generation_config;
     options.http.num_threads = args.num_io_threads;
     if (options.api_keys.empty()) {
@@ -291,7 +298,15 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_flag("--trust-request-chat-template", args->server.trust_request_chat_template,
                   "Render a request's own chat_template (else such a request is refused with a 400)");
     sub->add_option("--response-role", args->server.response_role, "The role of chat replies")->capture_default_str();
-    sub->add_flag("--enable-log-requests", args->enable_log_requests, "Log each request (the default)");
+    sub->add_flag("--enable-log-requests", args->enable_log_requests,
+                  "Also log each generation request's id and prompt (cut to --max-log-len)");
+    sub->add_option("--max-log-len", args->max_log_len,
+                    "Characters (or token ids) of a prompt that --enable-log-requests logs (default: all)");
+    sub->add_flag("--enable-prompt-tokens-details", args->server.enable_prompt_tokens_details,
+                  "usage.prompt_tokens_details.cached_tokens: the prompt tokens served from the prefix cache");
+    sub->add_option("--root-path", args->server.root_path,
+                    "Path prefix the server is mounted under behind a proxy: /PREFIX/v1/... is routed as /v1/... "
+                    "(unprefixed paths too), and /openapi.json lists it in servers");
     sub->add_flag("--disable-fastapi-docs", args->server.disable_docs, "Do not serve /openapi.json");
     sub->add_flag("--enable-force-include-usage", args->server.force_include_usage,
                   "Every streamed reply ends with a usage chunk, as if stream_options.include_usage were set");
