@@ -1,27 +1,35 @@
 // vLLM drop-in with the official OpenAI npm client (openai@6): `taco_llm serve` (the demo model) started with a
 // pasted vLLM command line (underscore spellings, no-op tuning flags, --response-role, --default-chat-template-kwargs,
 // --enable-force-include-usage, --scheduling-policy priority, --enable-request-id-headers, --root-path,
-// --enable-prompt-tokens-details, CORS), then /v1/responses (create, stream), models.retrieve,
+// --enable-prompt-tokens-details, CORS, --config YAML), then /v1/responses (create, stream), models.retrieve,
 // /openapi.json and a few vLLM request fields through the client.
 // Usage: node tests/server/openai_vllm_dropin_test.mjs PATH/TO/taco_llm   (exit 77: client not installed)
 import assert from 'node:assert/strict';
 
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
 import { OpenAI, startServer } from './openai_test_support.mjs';
 
+// Part of the command line as vLLM's --config YAML; its host would not bind, so the command line's must win.
+const config = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'taco-dropin-')), 'serve.yaml');
+fs.writeFileSync(config, 'host: 192.0.2.1\nmax_model_len: 512\nenable-prefix-caching: true\n' +
+  'allowed_origins: ["https://app.example"]\nallow_credentials: true\n');
 const binary = process.argv[2];
-const { server, port } = await startServer(binary, [
-  '--max_model_len', '512', '--max-num-seqs=8', '--enable_prefix_caching', '-O', '3', '--max-log-len', '100',
+const { server, port } = await startServer(binary, ['--config', config,
+  '--max-num-seqs=8', '-O', '3', '--max-log-len', '100',
   '--uvicorn-log-level', 'warning', '--disable-uvicorn-access-log', '--response-role', 'model',
   '--default-chat-template-kwargs', '{"unused_variable": 1}', '--enable-force-include-usage',
   '--scheduling_policy', 'priority', '--task', 'generate', '--data-parallel-size', '1', '--served-model-name', 'demo',
   '--api-key', 'k1', '--api-key', 'k2', '--enable-request-id-headers', '--root-path', '/api',
-  '--enable-prompt-tokens-details', '--allowed-origins', '["https://app.example"]', '--allow-credentials',
+  '--enable-prompt-tokens-details',
 ]);
 
 try {
   const client = new OpenAI({ apiKey: 'k2', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
 
-  // --max_model_len reached the engine.
+  // max_model_len (from the --config file) reached the engine.
   const model = await client.models.retrieve('demo');
   assert.equal(model.id, 'demo');
   assert.equal(model.max_model_len, 512);

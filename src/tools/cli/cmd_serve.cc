@@ -28,7 +28,8 @@ namespace {
 
 struct ServeArgs {
     EngineConfig engine;
-    std::string model_flag;  // --model, vLLM's older spelling of the positional
+    std::string model_flag;   // --model, vLLM's older spelling of the positional
+    std::string config_file;  // --config: expanded into flags before parsing (main.cc)
     server::ApiServerOptions server;
     std::vector<std::string> served_model_names;
     std::string chat_template;
@@ -255,6 +256,10 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     CLI::App* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's routes and flags)");
     sub->add_option("model", args->engine.model_dir, "Model folder or hub id (default: the built-in demo model)");
     sub->add_option("--model", args->model_flag, "Same as the positional MODEL");
+    // Read by main.cc before parsing (config_file.h); declared here for --help and as a known flag.
+    sub->add_option("--config", args->config_file,
+                    "YAML file of flags, as vLLM's: keys are flag names without dashes (max_model_len: 4096), values "
+                    "scalars, lists or true/false; flags on the command line win");
     sub->add_option("--host", args->server.http.host, "Address to listen on")->capture_default_str();
     sub->add_option("--port", args->server.http.port, "Port to listen on (0: any free port)")->capture_default_str();
     // One key per flag, repeated for several: a list after one flag would swallow a model named after it.

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "tools/cli/command.h"
+#include "tools/cli/config_file.h"
 
 #include <algorithm>
 #include <string>
@@ -73,6 +74,16 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "taco-llm 0.1.0");
     for (const auto& setup : taco::cli::registered_commands()) setup(app);
     std::vector<std::string> args = rewrite_vllm_short_options(argc, argv);
+    // vLLM's --config FILE.yaml, for the commands that declare it.
+    for (CLI::App* command : app.get_subcommands({})) {
+        if (!command->get_option_no_throw("--config")) continue;
+        auto expanded = taco::cli::expand_config_files(*command, args);
+        if (!expanded) {
+            std::fprintf(stderr, "error: %s\n", expanded.status().message().c_str());
+            return 1;
+        }
+        args = std::move(*expanded);
+    }
     std::vector<char*> arg_ptrs;
     for (std::string& arg : args) arg_ptrs.push_back(arg.data());
     CLI11_PARSE(app, int(arg_ptrs.size()), arg_ptrs.data());
