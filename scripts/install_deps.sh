@@ -6,7 +6,7 @@ packages=(
   nlohmann-json3-dev libfmt-dev libcli11-dev
   libpcre2-dev libonig-dev libutf8proc-dev libsentencepiece-dev sentencepiece
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libxxhash-dev libyaml-cpp-dev
+  libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libxxhash-dev libyaml-cpp-dev
   nodejs npm python3
 )
 missing=()

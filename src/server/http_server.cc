@@ -8,11 +8,13 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +32,7 @@ using error_code = beast::error_code;
 constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
 constexpr auto kDrainTime = std::chrono::seconds(10);     // after a rejected request: the most time spent reading on
+constexpr auto kHandshakeTimeout = std::chrono::seconds(30);      // a TLS client that does not finish its handshake
 constexpr auto kStopCloseWait = std::chrono::milliseconds(2000);  // stop(): for the strands to close connections
 // Bytes asked of one read: small while a header, chunk-size line or trailer is pending (those stay buffered until
 // complete, so this bounds how far past its limit one can get before it is refused), larger for a counted body.
@@ -106,7 +109,16 @@ std::optional<Rejection> check_framing(const HttpRequest& request, unsigned vers
     return std::nullopt;
 }
 
-class Session;
+// What stop() needs of a connection, plain or TLS.
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
+public:
+    virtual ~SessionBase() = default;
+    // Aborts the pending reply and closes the socket. Runs on the session's strand (close_on_strand), or once no
+    // I/O thread runs; never concurrently with a handler of this session.
+    virtual void force_close() = 0;
+    // force_close() on the strand, after whatever handler of this session is running; then `done()`.
+    virtual void close_on_strand(std::function<void()> done) = 0;
+};
 
 struct Shared {
     Handler handler;
@@ -114,16 +126,25 @@ struct Shared {
     std::atomic<int64_t> open{0};
     std::atomic<bool> stopping{false};  // set by stop(): connections accepted from then on are closed at once
     std::mutex mutex;                   // guards sessions
-    std::vector<std::weak_ptr<Session>> sessions;
+    std::vector<std::weak_ptr<SessionBase>> sessions;
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection. Stream: beast::tcp_stream, or TlsStream over it (--ssl-certfile), whose handshake comes first.
+template <class Stream>
+class Session : public SessionBase {
 public:
-    Session(tcp::socket socket, std::shared_ptr<Shared> shared)
-        : stream_(std::move(socket)), timer_(stream_.get_executor()), shared_(std::move(shared)) {
+    static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+    template <class... StreamArgs>
+    explicit Session(std::shared_ptr<Shared> shared, StreamArgs&&... stream_args)
+        : stream_(std::forward<StreamArgs>(stream_args)...),
+          timer_(stream_.get_executor()),
+          shared_(std::move(shared)) {
         shared_->open++;
     }
-    ~Session() {
+    ~Session() override {
         if (pending_) pending_->cancel();
         shared_->open--;
     }
@@ -138,26 +159,39 @@ public:
         }
         // No handler of this session runs yet, so closing it here races with nothing.
         if (shared_->stopping) return force_close();
-        net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read_request(); });
+        net::dispatch(stream_.get_executor(), [self = self_ptr()] { self->begin(); });
     }
 
-    // Aborts the pending reply and closes the socket. Runs on the session's strand (close_on_strand), or once no
-    // I/O thread runs; never concurrently with a handler of this session.
-    void force_close() {
+    void force_close() override {
         if (pending_) pending_->cancel();
         pending_.reset();
         close();
     }
 
-    // force_close() on the strand, after whatever handler of this session is running; then `done()`.
-    void close_on_strand(std::function<void()> done) {
-        net::post(stream_.get_executor(), [self = shared_from_this(), done = std::move(done)] {
+    void close_on_strand(std::function<void()> done) override {
+        net::post(stream_.get_executor(), [self = self_ptr(), done = std::move(done)] {
             self->force_close();
             done();
         });
     }
 
 private:
+    std::shared_ptr<Session> self_ptr() { return std::static_pointer_cast<Session>(shared_from_this()); }
+    beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+    // TLS: the handshake (bounded in time), then the first request; plain: the first request.
+    void begin() {
+        if constexpr (kTls) {
+            tcp().expires_after(kHandshakeTimeout);
+            stream_.async_handshake(net::ssl::stream_base::server, [self = self_ptr()](error_code ec) {
+                if (ec) return self->close();  // not TLS, an untrusted client certificate, or too slow
+                self->read_request();
+            });
+        } else {
+            read_request();
+        }
+    }
+
     // Requests are parsed here rather than by http::async_read: Beast reports some oversized input by throwing from
     // inside the parser, and only a put() of our own can catch that and answer this connection alone. Bytes left
     // after a request (a pipelined one) stay in buffer_ for the next.
@@ -173,7 +207,7 @@ private:
         request_ = HttpRequest{};
         header_checked_ = false;
         head_ = false;
-        stream_.expires_after(kIdleTimeout);
+        tcp().expires_after(kIdleTimeout);
         parse_buffered();
     }
 
@@ -219,7 +253,7 @@ private:
 
     void read_more() {
         const size_t room = header_checked_ && !parser_->chunked() ? kBodyRead : kSmallRead;
-        stream_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+        stream_.async_read_some(buffer_.prepare(room), [self = self_ptr()](error_code ec, size_t n) {
             self->buffer_.commit(n);
             if (ec) return self->close();  // EOF, reset or the idle timeout; a partial request gets no reply
             self->parse_buffered();
@@ -248,11 +282,11 @@ private:
         }
         if (parser_->is_done()) return true;  // no body to ask for
         // The body limit was checked against Content-Length already, so only a request we will read is told to go on.
-        stream_.expires_after(kWriteTimeout);
+        tcp().expires_after(kWriteTimeout);
         net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                         [self = shared_from_this()](error_code ec, size_t) {
+                         [self = self_ptr()](error_code ec, size_t) {
                              if (ec) return self->close();
-                             self->stream_.expires_after(kIdleTimeout);
+                             self->tcp().expires_after(kIdleTimeout);
                              self->parse_buffered();
                          });
         return false;
@@ -339,9 +373,9 @@ private:
     // read_request(). When the reply is ready the read is cancelled and the reply sent from its handler.
     void watch_for_disconnect() {
         watching_ = true;
-        stream_.expires_never();  // a long computation is no idle connection
+        tcp().expires_never();  // a long computation is no idle connection
         const size_t room = kSmallRead;
-        stream_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+        stream_.async_read_some(buffer_.prepare(room), [self = self_ptr()](error_code ec, size_t n) {
             self->watching_ = false;
             self->buffer_.commit(n);
             if (self->ready_) {
@@ -380,8 +414,8 @@ private:
         res.body() = std::move(reply.body);
         res.prepare_payload();  // Content-Length: for HEAD too, the length a GET would get (RFC 9110 9.3.2)
         out->serializer.emplace(res);
-        stream_.expires_after(kWriteTimeout);
-        auto then = [self = shared_from_this(), out](error_code ec, size_t) {
+        tcp().expires_after(kWriteTimeout);
+        auto then = [self = self_ptr(), out](error_code ec, size_t) {
             if (ec) return self->close();
             if (self->draining_) return self->drain();
             if (!self->keep_alive_) return self->close();
@@ -397,11 +431,11 @@ private:
         if (!drain_started_) {
             drain_started_ = true;
             error_code ignored;
-            stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-            stream_.expires_after(kDrainTime);
+            tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+            tcp().expires_after(kDrainTime);
         }
         auto scratch = std::make_shared<std::array<char, 65536>>();
-        stream_.async_read_some(net::buffer(*scratch), [self = shared_from_this(), scratch](error_code ec, size_t) {
+        stream_.async_read_some(net::buffer(*scratch), [self = self_ptr(), scratch](error_code ec, size_t) {
             if (ec) return self->close();
             self->drain();
         });
@@ -438,7 +472,7 @@ private:
             pending_.reset();
             if (!watching_) return send(std::move(reply));
             ready_ = std::move(reply);  // sent once the watching read has been cancelled
-            stream_.cancel();
+            tcp().cancel();
             return;
         }
         wait_then([](Session& s) { s.poll_whole(); });
@@ -459,8 +493,8 @@ private:
     }
 
     void write_stream() {
-        stream_.expires_after(kWriteTimeout);
-        net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](error_code ec, size_t) {
+        tcp().expires_after(kWriteTimeout);
+        net::async_write(stream_, net::buffer(out_), [self = self_ptr()](error_code ec, size_t) {
             if (ec) return self->close();  // the destructor cancels the pending reply
             if (!self->stream_done_) return self->poll_stream();
             self->pending_.reset();
@@ -474,7 +508,7 @@ private:
         const HttpServerOptions& o = shared_->options;
         poll_wait_us_ = poll_wait_us_ == 0 ? o.min_poll_us : std::min(poll_wait_us_ * 2, o.max_poll_us);
         timer_.expires_after(std::chrono::microseconds(poll_wait_us_));
-        timer_.async_wait([self = shared_from_this(), next](error_code ec) {
+        timer_.async_wait([self = self_ptr(), next](error_code ec) {
             if (ec) return;
             next(*self);
         });
@@ -483,11 +517,11 @@ private:
     void close() {
         error_code ignored;
         timer_.cancel();
-        stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-        stream_.close();
+        tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        tcp().close();
     }
 
-    beast::tcp_stream stream_;
+    Stream stream_;
     net::steady_timer timer_;
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
@@ -548,6 +582,7 @@ struct HttpServer::Impl {
     std::shared_ptr<Shared> shared = std::make_shared<Shared>();
     std::vector<std::thread> threads;
     std::optional<net::steady_timer> retry_timer;
+    std::optional<net::ssl::context> tls;  // with --ssl-certfile: every connection is TLS
     bool stopped = false;
 
     // An I/O thread's loop. Every handler catches what a request can throw; should anything still escape one, it
@@ -572,13 +607,13 @@ struct HttpServer::Impl {
             if (retry_timer) retry_timer->cancel();
         });
     }
-    std::vector<std::shared_ptr<Session>> take_sessions() {
-        std::vector<std::weak_ptr<Session>> weak;
+    std::vector<std::shared_ptr<SessionBase>> take_sessions() {
+        std::vector<std::weak_ptr<SessionBase>> weak;
         {
             std::lock_guard<std::mutex> lock(shared->mutex);
             weak.swap(shared->sessions);
         }
-        std::vector<std::shared_ptr<Session>> live;
+        std::vector<std::shared_ptr<SessionBase>> live;
         for (const auto& w : weak)
             if (auto session = w.lock()) live.push_back(std::move(session));
         return live;
@@ -592,11 +627,59 @@ struct HttpServer::Impl {
                 retry_timer->async_wait([this](error_code) { accept(); });
                 return;
             }
-            std::make_shared<Session>(std::move(socket), shared)->start();
+            if (tls)
+                std::make_shared<Session<TlsStream>>(shared, std::move(socket), *tls)->start();
+            else
+                std::make_shared<Session<beast::tcp_stream>>(shared, std::move(socket))->start();
             accept();
         });
     }
 };
+
+Status TlsOptions::validate() const {
+    if (!enabled()) {
+        for (const auto& [flag, value] :
+             {std::pair<const char*, const std::string*>{"--ssl-keyfile", &keyfile}, {"--ssl-ca-certs", &ca_certs}})
+            if (!value->empty()) return error("{} needs --ssl-certfile (TLS is on only with a certificate)", flag);
+        if (cert_reqs != 0) return error("--ssl-cert-reqs {} needs --ssl-certfile", cert_reqs);
+        return {};
+    }
+    if (cert_reqs < 0 || cert_reqs > 2)
+        return error("--ssl-cert-reqs must be 0 (CERT_NONE), 1 (CERT_OPTIONAL) or 2 (CERT_REQUIRED), got {}",
+                     cert_reqs);
+    if (cert_reqs != 0 && ca_certs.empty())
+        return error("--ssl-cert-reqs {} checks client certificates: it needs --ssl-ca-certs", cert_reqs);
+    return {};
+}
+
+namespace {
+
+// The server's TLS context: certificate chain, key, and the client-certificate policy.
+Result<net::ssl::context> make_tls_context(const TlsOptions& tls) {
+    TACO_RETURN_IF_ERROR(tls.validate());
+    net::ssl::context context(net::ssl::context::tls_server);
+    context.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                        net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                        net::ssl::context::single_dh_use);
+    error_code ec;
+    context.use_certificate_chain_file(tls.certfile, ec);
+    if (ec) return error("--ssl-certfile {}: {}", tls.certfile, ec.message());
+    const std::string& keyfile = tls.keyfile.empty() ? tls.certfile : tls.keyfile;
+    context.use_private_key_file(keyfile, net::ssl::context::pem, ec);
+    if (ec) return error("{} {}: {}", tls.keyfile.empty() ? "--ssl-certfile" : "--ssl-keyfile", keyfile, ec.message());
+    if (!tls.ca_certs.empty()) {
+        context.load_verify_file(tls.ca_certs, ec);
+        if (ec) return error("--ssl-ca-certs {}: {}", tls.ca_certs, ec.message());
+    }
+    net::ssl::verify_mode mode = net::ssl::verify_none;
+    if (tls.cert_reqs == 1) mode = net::ssl::verify_peer;
+    if (tls.cert_reqs == 2) mode = net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert;
+    context.set_verify_mode(mode, ec);
+    if (ec) return error("--ssl-cert-reqs {}: {}", tls.cert_reqs, ec.message());
+    return context;
+}
+
+}  // namespace
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -606,6 +689,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(const HttpServerOptions& 
     auto impl = std::make_unique<Impl>();
     impl->shared->handler = std::move(handler);
     impl->shared->options = options;
+    if (options.tls.enabled()) {
+        TACO_ASSIGN_OR_RETURN(net::ssl::context context, make_tls_context(options.tls));
+        impl->tls.emplace(std::move(context));
+    } else {
+        TACO_RETURN_IF_ERROR(options.tls.validate());
+    }
     error_code ec;
     auto address = net::ip::make_address(options.host, ec);
     if (ec) return error("--host '{}' is not an IP address", options.host);
@@ -639,7 +728,7 @@ void HttpServer::stop() {
     // handler of the same session (closing from this thread while a handler runs, or after the threads stopped with
     // handlers still queued, is what can leave a client waiting). Bounded: a handler stuck in the engine cannot
     // hold the shutdown.
-    std::vector<std::shared_ptr<Session>> sessions = impl_->take_sessions();
+    std::vector<std::shared_ptr<SessionBase>> sessions = impl_->take_sessions();
     if (!impl_->threads.empty() && !sessions.empty()) {
         auto latch = std::make_shared<CloseLatch>();
         latch->remaining = int64_t(sessions.size());

@@ -1,4 +1,5 @@
-// HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast) with keep-alive and chunked streaming. Each
+// HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast), over TLS (OpenSSL through Asio) when configured, with
+// keep-alive and chunked streaming. Each
 // connection runs on its own strand; a handler answers at once (Reply) or hands back a PendingReply that the
 // connection polls on a timer, so no I/O thread ever blocks on the engine and thousands of streams can be open.
 #pragma once
@@ -73,6 +74,19 @@ struct HttpLimits {
     uint32_t trailer_bytes = 8 * 1024;
 };
 
+// TLS as uvicorn serves it under vLLM's --ssl-* flags: on when certfile is set.
+struct TlsOptions {
+    std::string certfile;  // PEM: the server's certificate chain (and its key when keyfile is empty)
+    std::string keyfile;   // PEM private key
+    std::string ca_certs;  // PEM CA certificates that client certificates are checked against
+    // Python's ssl.VerifyMode as vLLM's --ssl-cert-reqs takes it: 0 no client certificate asked (CERT_NONE),
+    // 1 checked when sent (CERT_OPTIONAL), 2 required (CERT_REQUIRED). 1 and 2 need ca_certs.
+    int cert_reqs = 0;
+
+    bool enabled() const { return !certfile.empty(); }
+    Status validate() const;
+};
+
 struct HttpServerOptions {
     std::string host = "0.0.0.0";
     int port = 8000;      // 0: an ephemeral port (see HttpServer::port())
@@ -82,6 +96,7 @@ struct HttpServerOptions {
     // max_poll_us, so thousands of quiet streams cost little CPU and a busy one is seen within min_poll_us.
     int min_poll_us = 500;
     int max_poll_us = 8000;
+    TlsOptions tls;
 };
 
 class HttpServer {

@@ -59,6 +59,11 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --allowed-headers '[\"\"]'", "--allowed-headers: '' is not a valid entry");
     expect_refused("models/demo --port 0 --root-path api", "--root-path 'api' must start with '/'");
     expect_refused("models/demo --port 0 --max-log-len -1", "--max-log-len must be at least 0");
+    // TLS: a key without a certificate, a file that is not there, client checks without CA certificates.
+    expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile needs --ssl-certfile");
+    expect_refused("models/demo --port 0 --ssl-certfile /nonexistent/cert.pem", "/nonexistent/cert.pem: no such file");
+    expect_refused("models/demo --port 0 --ssl-certfile models/demo/config.json --ssl-cert-reqs 2",
+                   "--ssl-cert-reqs 2 checks client certificates: it needs --ssl-ca-certs");
 }
 
 // vLLM flags of features that do not exist here stop the server at start, naming the flag (never a warning that
@@ -66,7 +71,6 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
 TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
     expect_refused("models/demo --port 0 --enable-lora", "--enable-lora: LoRA");
     expect_refused("models/demo --port 0 --max-loras 2", "--max-loras: LoRA");
-    expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile: TLS");
     expect_refused("models/demo --port 0 --limit-mm-per-prompt '{}'", "--limit-mm-per-prompt");
     expect_refused("models/demo --port 0 --pipeline-parallel-size 2", "--pipeline-parallel-size 2");
     expect_refused("models/demo --port 0 --data-parallel-size 2", "--data-parallel-size 2");

@@ -27,7 +27,7 @@ export async function startServer(binary, args = [], env = {}) {
     let out = '';
     server.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/serving .* on http:\/\/[^:]+:(\d+)/);
+      const m = out.match(/serving .* on https?:\/\/[^:]+:(\d+)/);
       if (m) resolve(Number(m[1]));
     });
     server.on('exit', (code) => reject(new Error(`server exited early with ${code}`)));

@@ -8,8 +8,10 @@
 #include <stdexcept>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 namespace taco::server::testing {
 
@@ -124,6 +126,36 @@ HttpResult http_call_with(int port, const std::string& method, const std::string
     HttpResult out = read_response(stream, buffer);
     beast::error_code ignored;
     stream.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+    return out;
+}
+
+HttpResult https_call(int port, const TlsClient& tls, const std::string& method, const std::string& target,
+                      const std::string& body) {
+    net::io_context ioc;
+    net::ssl::context context(net::ssl::context::tls_client);
+    context.load_verify_file(tls.ca_file);
+    context.set_verify_mode(net::ssl::verify_peer);
+    context.set_verify_callback(net::ssl::host_name_verification("127.0.0.1"));
+    if (!tls.cert_file.empty()) {
+        context.use_certificate_chain_file(tls.cert_file);
+        context.use_private_key_file(tls.key_file, net::ssl::context::pem);
+    }
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, context);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
+    beast::get_lowest_layer(stream).connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+    stream.handshake(net::ssl::stream_base::client);
+    http::write(stream, make_request(method, target, body, ""));
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1ull << 30);
+    http::read(stream, buffer, parser);
+    auto res = parser.release();
+    HttpResult out;
+    out.status = int(res.result_int());
+    out.body = res.body();
+    out.content_type = std::string(res[http::field::content_type]);
+    beast::error_code ignored;
+    stream.shutdown(ignored);  // the server may close first: either way the exchange is over
     return out;
 }
 

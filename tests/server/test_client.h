@@ -34,6 +34,16 @@ HttpResult http_call(int port, const std::string& method, const std::string& tar
 HttpResult http_call_with(int port, const std::string& method, const std::string& target, const std::string& body,
                           const std::vector<std::pair<std::string, std::string>>& fields);
 
+// One request over TLS on a fresh connection to 127.0.0.1:port, the server's certificate checked against ca_file
+// (for the name 127.0.0.1); cert_file / key_file, when given, are the client's certificate. Throws when the
+// handshake fails (an untrusted server, a client certificate required and not sent).
+struct TlsClient {
+    std::string ca_file;
+    std::string cert_file, key_file;
+};
+HttpResult https_call(int port, const TlsClient& tls, const std::string& method, const std::string& target,
+                      const std::string& body);
+
 inline HttpResult post(int port, const std::string& target, const nlohmann::json& body, const std::string& key = "") {
     return http_call(port, "POST", target, body.dump(), key);
 }

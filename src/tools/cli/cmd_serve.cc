@@ -1,7 +1,7 @@
 // `taco_llm serve MODEL [vLLM's flags]`: the OpenAI-compatible HTTP server. Flag names and defaults follow
 // `vllm serve`, so pasted vLLM command lines work (with dashes or underscores: main.cc). vLLM flags that only tune
 // vLLM's Python internals are accepted as no-ops with a one-line warning (listed in --help); a flag whose feature
-// does not exist here (LoRA, pipeline or data parallelism, TLS, ...) is an error naming it; any other flag is an
+// does not exist here (LoRA, pipeline or data parallelism, ...) is an error naming it; any other flag is an
 // error naming it.
 #include <atomic>
 #include <chrono>
@@ -79,9 +79,6 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--max-lora-rank", true, "LoRA adapters are not implemented yet"},
     {"--limit-mm-per-prompt", true, "multimodal models are not implemented yet"},
     {"--speculative-config", true, "speculative decoding is not configurable yet"},
-    {"--ssl-keyfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
-    {"--ssl-certfile", true, "TLS is not implemented; put a TLS proxy in front of the server"},
-    {"--ssl-ca-certs", true, "TLS is not implemented; put a TLS proxy in front of the server"},
     {"--hf-overrides", true, "overriding the model's config is not implemented"},
     {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
@@ -191,6 +188,10 @@ void run_serve(ServeArgs& args) {
     args.server.cors.allowed_methods = json_string_list("--allowed-methods", args.allowed_methods);
     args.server.cors.allowed_headers = json_string_list("--allowed-headers", args.allowed_headers);
     if (Status valid = args.server.cors.validate(); !valid) fail(valid.message());
+    if (Status valid = args.server.http.tls.validate(); !valid) fail(valid.message());
+    for (const std::string* file :
+         {&args.server.http.tls.certfile, &args.server.http.tls.keyfile, &args.server.http.tls.ca_certs})
+        if (!file->empty() && !std::filesystem::is_regular_file(*file)) fail(fmt::format("{}: no such file", *file));
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
@@ -240,8 +241,8 @@ void run_serve(ServeArgs& args) {
     if (const int64_t fds = server::raise_open_file_limit(); fds >= 0 && fds < 4096)
         log_warn("serve: at most {} open files (ulimit -n): connections beyond about that many will fail", fds);
     (*server)->start();
-    std::printf("taco-llm serving %s on http://%s:%d\n", model_arg.c_str(), options.http.host.c_str(),
-                (*server)->port());
+    std::printf("taco-llm serving %s on %s://%s:%d\n", model_arg.c_str(), options.http.tls.enabled() ? "https" : "http",
+                options.http.host.c_str(), (*server)->port());
     std::fflush(stdout);
     while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     log_info("serve: signal {}: no new connections; waiting up to {} s for requests in flight", g_signal.load(),
@@ -340,6 +341,15 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                   "CORS: allow credentials (cookies, Authorization) on cross-origin requests");
     sub->add_flag("--enable-request-id-headers", args->server.enable_request_id_headers,
                   "Responses carry X-Request-Id: the request's own X-Request-Id, else the reply's id");
+    sub->add_option("--ssl-certfile", args->server.http.tls.certfile,
+                    "Serve HTTPS: the server's PEM certificate chain (its key too when --ssl-keyfile is not given)");
+    sub->add_option("--ssl-keyfile", args->server.http.tls.keyfile, "HTTPS: the PEM private key");
+    sub->add_option("--ssl-ca-certs", args->server.http.tls.ca_certs,
+                    "HTTPS: PEM CA certificates that client certificates are checked against");
+    sub->add_option("--ssl-cert-reqs", args->server.http.tls.cert_reqs,
+                    "HTTPS client certificates, as Python's ssl.VerifyMode: 0 not asked, 1 checked when sent, 2 "
+                    "required (1 and 2 need --ssl-ca-certs)")
+        ->capture_default_str();
     sub->add_option("--hf-token", args->hf_token, "Hugging Face token for hub downloads (default: $HF_TOKEN)");
     sub->add_option_function<std::string>(
         "-O", [](const std::string&) { log_warn("-O (vLLM's compilation level) is accepted and has no effect here"); },

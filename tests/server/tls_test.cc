@@ -1,0 +1,132 @@
+// HTTPS as vLLM serves it under --ssl-certfile / --ssl-keyfile / --ssl-ca-certs / --ssl-cert-reqs (uvicorn's TLS), with
+// a self-signed certificate made by the openssl command for each run.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "test_client.h"
+
+namespace taco::server::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+constexpr const char* kModel = "tests/data/models/llama";
+
+// A folder holding a self-signed certificate for 127.0.0.1 (cert.pem, key.pem) and a second, unrelated one
+// (other_cert.pem, other_key.pem).
+struct Certificates {
+    fs::path dir;
+    bool made = false;
+
+    Certificates() {
+        dir = fs::temp_directory_path() / fmt::format("taco_tls_test_{}", ::getpid());
+        fs::create_directories(dir);
+        made = make("cert", "key") && make("other_cert", "other_key");
+    }
+    ~Certificates() {
+        std::error_code ignored;
+        fs::remove_all(dir, ignored);
+    }
+    std::string path(const std::string& name) const { return (dir / (name + ".pem")).string(); }
+
+private:
+    bool make(const std::string& cert, const std::string& key) const {
+        const std::string command = fmt::format(
+            "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+            "-addext subjectAltName=IP:127.0.0.1 -keyout '{}' -out '{}' >/dev/null 2>&1",
+            path(key), path(cert));
+        return std::system(command.c_str()) == 0;
+    }
+};
+
+TEST(ServerTls, ServesHttpsWithTheGivenCertificateAndRefusesPlainHttp) {
+    Certificates certs;
+    if (!certs.made) GTEST_SKIP() << "the openssl command could not make a certificate";
+    TlsOptions tls;
+    tls.certfile = certs.path("cert");
+    tls.keyfile = certs.path("key");
+    ApiServerOptions options;
+    options.http.tls = tls;
+    TestServer s(kModel, options);
+    const TlsClient client{certs.path("cert"), "", ""};
+    const HttpResult models = https_call(s.port, client, "GET", "/v1/models", "");
+    EXPECT_EQ(models.status, 200) << models.body;
+    EXPECT_EQ(models.json()["data"][0]["id"], "test-model");
+    // A stream over TLS arrives whole.
+    const HttpResult streamed = https_call(s.port, client, "POST", "/v1/completions",
+                                           json{{"prompt", {1, 2}}, {"max_tokens", 3}, {"stream", true}}.dump());
+    bool done = false;
+    EXPECT_EQ(sse_events(streamed.body, &done).size(), 3u) << streamed.body;
+    EXPECT_TRUE(done);
+    // A client that does not trust the certificate fails its handshake.
+    EXPECT_THROW(https_call(s.port, TlsClient{certs.path("other_cert"), "", ""}, "GET", "/health", ""), std::exception);
+    // Plain HTTP on the TLS port gets no HTTP reply, and the server goes on.
+    bool closed = false;
+    const std::string raw = raw_exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 10, &closed);
+    EXPECT_EQ(first_status(raw), 0) << raw;
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(https_call(s.port, client, "GET", "/health", "").status, 200);
+}
+
+TEST(ServerTls, CertReqs2RequiresAClientCertificateSignedByTheCaCerts) {
+    Certificates certs;
+    if (!certs.made) GTEST_SKIP() << "the openssl command could not make a certificate";
+    ApiServerOptions options;
+    options.http.tls.certfile = certs.path("cert");
+    options.http.tls.keyfile = certs.path("key");
+    options.http.tls.ca_certs = certs.path("other_cert");  // the only client certificate trusted
+    options.http.tls.cert_reqs = 2;
+    TestServer s(kModel, options);
+    const TlsClient trusted{certs.path("cert"), certs.path("other_cert"), certs.path("other_key")};
+    EXPECT_EQ(https_call(s.port, trusted, "GET", "/health", "").status, 200);
+    // No client certificate, or one the CA list does not hold: the handshake (or the first read) fails.
+    EXPECT_THROW(https_call(s.port, TlsClient{certs.path("cert"), "", ""}, "GET", "/health", ""), std::exception);
+    const TlsClient untrusted{certs.path("cert"), certs.path("cert"), certs.path("key")};
+    EXPECT_THROW(https_call(s.port, untrusted, "GET", "/health", ""), std::exception);
+    EXPECT_EQ(https_call(s.port, trusted, "GET", "/health", "").status, 200);
+}
+
+TEST(ServerTls, BadFilesAndSettingsAreErrorsNamingThem) {
+    Certificates certs;
+    if (!certs.made) GTEST_SKIP() << "the openssl command could not make a certificate";
+    auto refused = [](const TlsOptions& tls) -> std::string {
+        HttpServerOptions options;
+        options.host = "127.0.0.1";
+        options.port = 0;
+        options.tls = tls;
+        auto server = HttpServer::create(options, [](const HttpRequest&) { return HandlerResult{}; });
+        return server ? "" : server.status().message();
+    };
+    TlsOptions tls;
+    tls.certfile = certs.path("cert");
+    tls.keyfile = certs.path("other_key");  // not the certificate's key
+    EXPECT_NE(refused(tls).find("--ssl-keyfile " + certs.path("other_key")), std::string::npos) << refused(tls);
+    tls.keyfile = "";  // the key is not in the certificate file either
+    EXPECT_NE(refused(tls).find("--ssl-certfile"), std::string::npos) << refused(tls);
+    tls.certfile = certs.path("key");  // not a certificate
+    EXPECT_NE(refused(tls).find("--ssl-certfile " + certs.path("key")), std::string::npos) << refused(tls);
+    tls = TlsOptions{};
+    tls.certfile = certs.path("cert");
+    tls.keyfile = certs.path("key");
+    tls.cert_reqs = 2;
+    EXPECT_NE(refused(tls).find("needs --ssl-ca-certs"), std::string::npos);
+    tls.cert_reqs = 3;
+    EXPECT_NE(refused(tls).find("--ssl-cert-reqs must be 0"), std::string::npos);
+    tls = TlsOptions{};
+    tls.keyfile = certs.path("key");
+    EXPECT_NE(refused(tls).find("--ssl-keyfile needs --ssl-certfile"), std::string::npos);
+    tls.keyfile = "";
+    tls.certfile = certs.path("cert");
+    tls.keyfile = certs.path("key");
+    EXPECT_EQ(refused(tls), "");
+}
+
+}  // namespace
+}  // namespace taco::server::testing
