@@ -16,6 +16,28 @@ std::optional<std::string> config_token(const nlohmann::json& config, const char
     return std::nullopt;
 }
 
+// A flag of tokenizer_config.json as transformers reads it: `unset` where the key is missing or null (None: every
+// flag read here means its default then), else Python truthiness (false, 0, "" and empty containers are false).
+// nlohmann's value(key, bool) threw on a null ("legacy": null is in configs saved with legacy=None) and failed the
+// whole load.
+bool config_flag(const nlohmann::json& config, const char* key, bool unset) {
+    if (!config.is_object() || !config.contains(key)) return unset;
+    const auto& v = config[key];
+    switch (v.type()) {
+        case nlohmann::json::value_t::null: return unset;
+        case nlohmann::json::value_t::boolean: return v.get<bool>();
+        case nlohmann::json::value_t::number_integer:
+        case nlohmann::json::value_t::number_unsigned:
+        case nlohmann::json::value_t::number_float: return v.get<double>() != 0.0;
+        case nlohmann::json::value_t::string:
+        case nlohmann::json::value_t::array:
+        case nlohmann::json::value_t::object:
+        case nlohmann::json::value_t::binary: return !v.empty();
+        case nlohmann::json::value_t::discarded: return unset;
+    }
+    return unset;
+}
+
 std::optional<int32_t> lookup(const Tokenizer::Impl& impl, const std::string& token) {
     if (auto id = impl.added.token_to_id(token)) return id;
     return impl.model->token_to_id(token);
@@ -33,11 +55,10 @@ std::string tokenizer_class(const nlohmann::json& config) {
 Status apply_llama_pipeline(Tokenizer::Impl& impl, const nlohmann::json& config) {
     auto* bpe = dynamic_cast<BpeModel*>(impl.model.get());
     if (!bpe || !bpe->options().byte_fallback) return Status::ok();
-    bool add_prefix_space = true;
-    if (config.is_object() && config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean()) {
-        add_prefix_space = config["add_prefix_space"].get<bool>();
-    }
-    bool legacy = config.is_object() && config.value("legacy", false);
+    // LlamaTokenizer(legacy=False, add_prefix_space=None): add_prefix_space None means true; _get_prepend_scheme
+    // tests `not legacy`, so a null legacy is false like the default.
+    bool add_prefix_space = config_flag(config, "add_prefix_space", true);
+    bool legacy = config_flag(config, "legacy", false);
     PrependScheme scheme = !add_prefix_space ? PrependScheme::kNever
                            : legacy          ? PrependScheme::kAlways
                                              : PrependScheme::kFirst;
@@ -117,16 +138,15 @@ Status apply_tokenizer_config(Tokenizer::Impl& impl, const nlohmann::json& confi
 
     // Without a post-processor in the file, TokenizersBackend installs "bos $A eos" from the flags (default off).
     if (!impl.post_processor) {
-        bool add_bos = config.is_object() && config.value("add_bos_token", false) && impl.bos_id;
-        bool add_eos = config.is_object() && config.value("add_eos_token", false) && impl.eos_id;
+        bool add_bos = config_flag(config, "add_bos_token", false) && impl.bos_id;
+        bool add_eos = config_flag(config, "add_eos_token", false) && impl.eos_id;
         std::vector<int32_t> prefix, suffix;
         if (add_bos) prefix.push_back(*impl.bos_id);
         if (add_eos) suffix.push_back(*impl.eos_id);
         impl.post_processor = make_bos_eos_post_processor(std::move(prefix), std::move(suffix));
     }
     bool is_bpe = dynamic_cast<const BpeModel*>(impl.model.get()) != nullptr;
-    impl.clean_up_tokenization_spaces =
-        !is_bpe && config.is_object() && config.value("clean_up_tokenization_spaces", false);
+    impl.clean_up_tokenization_spaces = !is_bpe && config_flag(config, "clean_up_tokenization_spaces", false);
     return Status::ok();
 }
 

@@ -120,5 +120,30 @@ TEST(TokenizerErrors, ComponentFieldOfTheWrongTypeNamesTheFile) {
         << tok.status().message();
 }
 
+// tokenizer_config.json flags that are null (saved from legacy=None and the like) mean their defaults, as in
+// transformers; nlohmann's value() threw on them and the load failed.
+TEST(TokenizerErrors, NullConfigFlagsMeanTheirDefaults) {
+    const std::string text = R"({"version": "1.0", "added_tokens": [
+        {"id": 0, "content": "<unk>", "special": true, "normalized": false},
+        {"id": 1, "content": "<s>", "special": true, "normalized": false},
+        {"id": 2, "content": "</s>", "special": true, "normalized": false}],
+        "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+        "model": {"type": "BPE", "byte_fallback": true, "fuse_unk": true,
+                  "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "\u2581": 3, "x": 4, "\u2581x": 5},
+                  "merges": ["\u2581 x"]}})";
+    auto with_nulls = Tokenizer::from_json_text(
+        text, R"({"tokenizer_class": "LlamaTokenizer", "legacy": null, "add_prefix_space": null,
+                  "add_bos_token": null, "add_eos_token": null, "clean_up_tokenization_spaces": null})");
+    ASSERT_TRUE(with_nulls.is_ok()) << with_nulls.status().message();
+    auto defaults = Tokenizer::from_json_text(text, R"({"tokenizer_class": "LlamaTokenizer"})");
+    ASSERT_TRUE(defaults.is_ok()) << defaults.status().message();
+    for (const char* s : {" x", "x", "</s>x", "</s> x"}) {
+        EXPECT_EQ(*(*with_nulls)->encode(s, true), *(*defaults)->encode(s, true)) << s;
+    }
+    // legacy=False (the default): Metaspace prepends only at the start of the text, not after a special token.
+    EXPECT_EQ(*(*with_nulls)->encode("</s>x", false), (std::vector<int32_t>{2, 4}));
+    EXPECT_EQ(*(*with_nulls)->encode("x", false), (std::vector<int32_t>{5}));
+}
+
 }  // namespace
 }  // namespace taco
