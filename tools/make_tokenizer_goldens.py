@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Writes the tokenizer goldens the parity tests (tests/tokenizer/) compare against.
 
-For each tokenizer folder and each line of tests/data/tokenizer/{corpus,heldout}.jsonl it records, from
+For each tokenizer folder and each line of tests/data/tokenizer/{corpus,heldout,edge_cases}.jsonl it records, from
 transformers' AutoTokenizer (the authority, including its add_bos_token handling): the ids with
 add_special_tokens True and False, decode(ids) and decode(ids, skip_special_tokens=True); and whether the Rust
 `tokenizers` library (Tokenizer.from_file) gives the same ids and text. The pipeline transformers actually runs
 (normalizer, pre-tokenizer, post-processor, decoder) is saved too, so differences can be explained.
+Besides the folders given, it makes the variants of tests/data/tokenizer/variants.json (a real tokenizer with some
+tokenizer.json / tokenizer_config.json keys replaced), as the parity test does.
 
 Runs where transformers is installed (the device machine):
   python3 tools/make_tokenizer_goldens.py --tokenizers DIR_WITH_ONE_FOLDER_PER_TOKENIZER --out OUT_DIR
@@ -22,7 +24,10 @@ ROOT = os.path.dirname(HERE)
 CORPORA = {
     "corpus": os.path.join(ROOT, "tests/data/tokenizer/corpus.jsonl"),
     "heldout": os.path.join(ROOT, "tests/data/tokenizer/heldout.jsonl"),
+    # Leading spaces, text right after special tokens, the replacement character: Metaspace's corner cases.
+    "edge_cases": os.path.join(ROOT, "tests/data/tokenizer/edge_cases.jsonl"),
 }
+VARIANTS = os.path.join(ROOT, "tests/data/tokenizer/variants.json")
 
 
 def read_lines(path):
@@ -129,6 +134,21 @@ def write_vocab_merges(tokenizer_json, folder):
                    "unk_token": "<|endoftext|>", "add_prefix_space": False}, f)
 
 
+def write_variant(variant, tokenizers_dir, folder):
+    """A copy of tokenizers_dir/<base> with the variant's tokenizer.json / tokenizer_config.json keys replaced or
+    removed."""
+    base = os.path.join(tokenizers_dir, variant["base"])
+    os.makedirs(folder, exist_ok=True)
+    for file, key in (("tokenizer.json", "tokenizer"), ("tokenizer_config.json", "config")):
+        with open(os.path.join(base, file), encoding="utf-8") as f:
+            j = json.load(f)
+        j.update(variant.get(key, {}))
+        for k in variant.get(key + "_remove", []):
+            j.pop(k, None)
+        with open(os.path.join(folder, file), "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenizers", required=True, help="folder with one sub-folder per tokenizer")
@@ -146,19 +166,30 @@ def main():
         files_dir = os.path.join(args.out, "_gpt2_files")
         write_vocab_merges(gpt2, files_dir)
         jobs.append(("gpt2_files", files_dir, False))
+    with open(VARIANTS, encoding="utf-8") as f:
+        variants = json.load(f)["variants"]
+    made = []
+    for v in variants:
+        if os.path.isdir(os.path.join(args.tokenizers, v["base"])):
+            folder = os.path.join(args.out, "_variants", v["name"])
+            write_variant(v, args.tokenizers, folder)
+            jobs.append((v["name"], folder, False))
+            made.append(folder)
     for name, folder, is_spm in jobs:
         try:
             result = golden_for(name, folder, is_spm)
         except Exception:  # noqa: BLE001 -- record and go on with the others
             result = {"name": name, "error": traceback.format_exc()}
             print(f"{name}: FAILED\n{result['error']}", file=sys.stderr)
-        if name == "gpt2_files":
+        if name == "gpt2_files" or folder in made:
             import shutil
             shutil.rmtree(folder, ignore_errors=True)
         with open(os.path.join(args.out, f"{name}.json"), "w", encoding="utf-8") as f:
             json.dump(result, f, ensure_ascii=False, separators=(",", ":"))
         agree = [all(r.get("rust_agrees", [True])) for c in CORPORA for r in result.get(c, [])]
         print(f"{name}: class={result.get('class')} lines={len(agree)} rust_agrees={sum(agree)}", flush=True)
+    if made:
+        os.rmdir(os.path.join(args.out, "_variants"))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,32 @@ inline std::vector<std::string> read_corpus(const std::string& path) {
     return lines;
 }
 
+// tests/data/tokenizer/variants.json: tokenizer folders made from a real one with some keys replaced.
+inline nlohmann::json read_variants() {
+    auto j = read_json_file(source_path("tests/data/tokenizer/variants.json"));
+    return j.is_ok() ? (*j)["variants"] : nlohmann::json::array();
+}
+
+// Writes the variant's folder (its base's tokenizer.json and tokenizer_config.json with the variant's "tokenizer"
+// and "config" keys replaced and its "tokenizer_remove" / "config_remove" keys removed, as
+// tools/make_tokenizer_goldens.py does) into a fresh temporary folder; returns it ("" on failure).
+inline std::string make_variant_dir(const nlohmann::json& variant) {
+    std::string base = tokenizer_dir(variant["base"].get<std::string>());
+    auto dir = std::filesystem::temp_directory_path() /
+               ("taco_variant_" + variant["name"].get<std::string>() + "_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    for (const auto& [file, key] : {std::pair<const char*, const char*>{"tokenizer.json", "tokenizer"},
+                                    std::pair<const char*, const char*>{"tokenizer_config.json", "config"}}) {
+        auto j = read_json_file(base + "/" + file);
+        if (!j.is_ok()) return "";
+        if (variant.contains(key)) j->update(variant[key]);
+        for (const auto& k : variant.value(std::string(key) + "_remove", nlohmann::json::array()))
+            j->erase(k.get<std::string>());
+        std::ofstream((dir / file).string()) << j->dump();
+    }
+    return dir.string();
+}
+
 // Writes vocab.json, merges.txt and tokenizer_config.json (GPT2Tokenizer) from `src_dir`/tokenizer.json into a
 // fresh temporary folder, as tools/make_tokenizer_goldens.py does; returns it ("" on failure).
 inline std::string make_vocab_merges_dir(const std::string& src_dir) {
