@@ -59,6 +59,7 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --allowed-headers '[\"\"]'", "--allowed-headers: '' is not a valid entry");
     expect_refused("models/demo --port 0 --root-path api", "--root-path 'api' must start with '/'");
     expect_refused("models/demo --port 0 --max-log-len -1", "--max-log-len must be at least 0");
+    expect_refused("models/demo --port 0 --uvicorn-log-level loud", "--uvicorn-log-level loud: expected critical");
     // TLS: a key without a certificate, a file that is not there, client checks without CA certificates.
     expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile needs --ssl-certfile");
     expect_refused("models/demo --port 0 --ssl-certfile /nonexistent/cert.pem", "/nonexistent/cert.pem: no such file");

@@ -52,7 +52,9 @@ struct ServeArgs {
     std::string default_chat_template_kwargs;  // JSON object
     std::string hf_token;
     bool enable_log_requests = false;
-    std::optional<int64_t> max_log_len;  // --max-log-len
+    bool disable_access_log = false;         // --disable-uvicorn-access-log
+    std::string uvicorn_log_level = "info";  // --uvicorn-log-level: above info, no access lines
+    std::optional<int64_t> max_log_len;      // --max-log-len
     // CORS, as vLLM: JSON lists of strings.
     std::string allowed_origins = R"(["*"])", allowed_methods = R"(["*"])", allowed_headers = R"(["*"])";
 };
@@ -96,7 +98,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--kv-cache-dtype", true},
     {"--tokenizer-mode", true},
     {"--revision-tokenizer", true},
-    {"--disable-uvicorn-access-log", false},
     {"--max-num-partial-prefills", true},
     {"--max-long-partial-prefills", true},
     {"--long-prefill-token-threshold", true},
@@ -104,7 +105,6 @@ constexpr IgnoredFlag kIgnoredFlags[] = {
     {"--cpu-offload-gb", true},
     {"--max-logprobs", true},
     {"--distributed-executor-backend", true},
-    {"--uvicorn-log-level", true},
     {"--max-seq-len-to-capture", true},
 };
 
@@ -204,7 +204,13 @@ void run_serve(ServeArgs& args) {
         args.served_model_names.empty() ? std::vector<std::string>{model_arg} : args.served_model_names;
     if (args.enable_log_requests && args.disable_log_requests)
         fail("--enable-log-requests and --disable-log-requests contradict each other; give one");
-    options.log_requests = !args.disable_log_requests;
+    // The line per request is our uvicorn access log: uvicorn logs it at info, so a level above that drops it.
+    const std::string& level = args.uvicorn_log_level;
+    if (level != "critical" && level != "error" && level != "warning" && level != "info" && level != "debug" &&
+        level != "trace")
+        fail(fmt::format("--uvicorn-log-level {}: expected critical, error, warning, info, debug or trace", level));
+    const bool access_level = level == "info" || level == "debug" || level == "trace";
+    options.log_requests = !args.disable_log_requests && !args.disable_access_log && access_level;
     options.log_prompts = args.enable_log_requests;
     if (args.max_log_len) {
         if (*args.max_log_len < 0) fail(fmt::format("--max-log-len must be at least 0, got {}", *args.max_log_len));
@@ -282,7 +288,12 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--max-pending-requests", args->server.max_pending_requests,
                     "Requests in flight beyond this get 503 with Retry-After")
         ->capture_default_str();
-    sub->add_flag("--disable-log-requests", args->disable_log_requests, "Do not log each request");
+    sub->add_flag("--disable-log-requests", args->disable_log_requests, "Do not log a line per POST request");
+    sub->add_flag("--disable-uvicorn-access-log", args->disable_access_log,
+                  "Do not log a line per POST request (vLLM's uvicorn access log)");
+    sub->add_option("--uvicorn-log-level", args->uvicorn_log_level,
+                    "critical, error, warning, info, debug or trace: above info, no line per request")
+        ->capture_default_str();
     sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
                     "Seconds to let requests in flight finish after SIGINT/SIGTERM before aborting them")
         ->capture_default_str();
