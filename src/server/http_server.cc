@@ -661,6 +661,8 @@ Result<net::ssl::context> make_tls_context(const TlsOptions& tls) {
     context.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                         net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
                         net::ssl::context::single_dh_use);
+    // An encrypted key would make OpenSSL ask for its passphrase on the terminal: no passphrase, a clear error.
+    context.set_password_callback([](size_t, net::ssl::context::password_purpose) { return std::string(); });
     error_code ec;
     context.use_certificate_chain_file(tls.certfile, ec);
     if (ec) return error("--ssl-certfile {}: {}", tls.certfile, ec.message());

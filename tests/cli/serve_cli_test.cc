@@ -62,6 +62,7 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
     expect_refused("models/demo --port 0 --uvicorn-log-level loud", "--uvicorn-log-level loud: expected critical");
     // TLS: a key without a certificate, a file that is not there, client checks without CA certificates.
     expect_refused("models/demo --port 0 --ssl-keyfile k.pem", "--ssl-keyfile needs --ssl-certfile");
+    expect_refused("models/demo --port 0 --enable-ssl-refresh", "--enable-ssl-refresh: reloading TLS certificates");
     expect_refused("models/demo --port 0 --ssl-certfile /nonexistent/cert.pem", "/nonexistent/cert.pem: no such file");
     expect_refused("models/demo --port 0 --ssl-certfile models/demo/config.json --ssl-cert-reqs 2",
                    "--ssl-cert-reqs 2 checks client certificates: it needs --ssl-ca-certs");

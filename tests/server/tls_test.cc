@@ -19,8 +19,8 @@ using json = nlohmann::json;
 
 constexpr const char* kModel = "tests/data/models/llama";
 
-// A folder holding a self-signed certificate for 127.0.0.1 (cert.pem, key.pem) and a second, unrelated one
-// (other_cert.pem, other_key.pem).
+// A folder holding a self-signed certificate for 127.0.0.1 (cert.pem, key.pem), a second, unrelated one
+// (other_cert.pem, other_key.pem), and key.pem encrypted with a passphrase (encrypted_key.pem).
 struct Certificates {
     fs::path dir;
     bool made = false;
@@ -28,7 +28,10 @@ struct Certificates {
     Certificates() {
         dir = fs::temp_directory_path() / fmt::format("taco_tls_test_{}", ::getpid());
         fs::create_directories(dir);
-        made = make("cert", "key") && make("other_cert", "other_key");
+        made = make("cert", "key") && make("other_cert", "other_key") &&
+               std::system(fmt::format("openssl pkey -in '{}' -aes256 -passout pass:secret -out '{}' >/dev/null 2>&1",
+                                       path("key"), path("encrypted_key"))
+                               .c_str()) == 0;
     }
     ~Certificates() {
         std::error_code ignored;
@@ -108,6 +111,8 @@ TEST(ServerTls, BadFilesAndSettingsAreErrorsNamingThem) {
     tls.certfile = certs.path("cert");
     tls.keyfile = certs.path("other_key");  // not the certificate's key
     EXPECT_NE(refused(tls).find("--ssl-keyfile " + certs.path("other_key")), std::string::npos) << refused(tls);
+    tls.keyfile = certs.path("encrypted_key");  // refused at once: no passphrase is asked for on the terminal
+    EXPECT_NE(refused(tls).find("--ssl-keyfile " + certs.path("encrypted_key")), std::string::npos) << refused(tls);
     tls.keyfile = "";  // the key is not in the certificate file either
     EXPECT_NE(refused(tls).find("--ssl-certfile"), std::string::npos) << refused(tls);
     tls.certfile = certs.path("key");  // not a certificate

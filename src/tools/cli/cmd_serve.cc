@@ -81,6 +81,8 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--max-lora-rank", true, "LoRA adapters are not implemented yet"},
     {"--limit-mm-per-prompt", true, "multimodal models are not implemented yet"},
     {"--speculative-config", true, "speculative decoding is not configurable yet"},
+    {"--enable-ssl-refresh", false,
+     "reloading TLS certificates while serving is not implemented; restart the server to use new files"},
     {"--hf-overrides", true, "overriding the model's config is not implemented"},
     {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
