@@ -27,6 +27,8 @@ using json = nlohmann::json;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr const char* kRequestId = "X-Request-Id";
+// shutdown(): how long replies aborted past the timeout get to end (the engine's step finishing, their last chunks).
+constexpr std::chrono::seconds kAbortWait{5};
 
 // 32 hex digits, as Python's uuid4().hex that vLLM sends.
 std::string random_hex_id() {
@@ -172,11 +174,22 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
 }
 
 void ApiServer::shutdown(double timeout_s) {
+    draining_ = true;
     http_->stop_accepting();
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (in_flight_.load() > 0) log_warn("server: aborting {} requests still in flight", in_flight_.load());
+    auto wait_for_replies = [this](std::chrono::duration<double> limit) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    };
+    wait_for_replies(std::chrono::duration<double>(timeout_s));
+    if (in_flight_.load() > 0) {
+        log_warn("server: aborting {} requests still in flight", in_flight_.load());
+        // Each reply aborts its engine requests at its next poll and ends as aborted (a stream's last chunks, a
+        // whole reply's 503); stop() below lets the writes under way finish. Bounded: a step thread stuck in a long
+        // pass cannot hold the shutdown.
+        aborting_ = true;
+        wait_for_replies(kAbortWait);
+    }
     http_->stop();
 }
 
@@ -273,6 +286,9 @@ HandlerResult ApiServer::dispatch(const HttpRequest& request) {
 }
 
 std::optional<HandlerResult> ApiServer::refuse_when_full() const {
+    // During a shutdown a keep-alive connection may still send requests: new work is refused, as uvicorn closes
+    // such connections.
+    if (draining_.load()) return error_reply({503, "the server is shutting down", "", "ServiceUnavailableError"});
     if (in_flight_.load() < options_.max_pending_requests) return std::nullopt;
     return error_reply(
         {503,
@@ -314,7 +330,7 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
         streams.push_back(std::move(*stream));
     }
     job->inputs.clear();
-    auto reply = std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
+    auto reply = std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, &aborting_, std::move(*job),
                                                    std::move(streams), arrival);
     for (size_t i = 0; i < logged_prompts.size(); ++i)
         log_info("server: request {}{}: {}", reply->id(), logged_prompts.size() > 1 ? fmt::format(" [{}]", i) : "",
@@ -356,7 +372,7 @@ HandlerResult ApiServer::responses(const HttpRequest& request) {
     auto stream = engine_->submit(std::move(job->inputs.at(0)));
     if (!stream) return submit_error(stream.status(), "input");
     job->inputs.clear();
-    auto reply = std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, std::move(*job),
+    auto reply = std::make_shared<ResponsesReply>(engine_, metrics_.get(), &in_flight_, &aborting_, std::move(*job),
                                                   std::move(echo), std::move(*stream));
     if (options_.log_prompts) log_info("server: request {}: {}", reply->id(), logged_prompt);
     HandlerResult result{{}, reply};

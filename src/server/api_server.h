@@ -58,7 +58,9 @@ public:
     ~ApiServer();
 
     void start() { http_->start(); }
-    // Stops accepting connections, waits up to `timeout_s` for the requests in flight to finish, then stops.
+    // Stops accepting connections and refuses new generation requests on open ones (503); waits up to `timeout_s`
+    // for the requests in flight to finish, then aborts the rest, which end as vLLM ends them (streams: a last chunk
+    // with finish_reason "abort", then [DONE]; whole replies: a 503), and stops.
     void shutdown(double timeout_s);
     // Stops accepting, closes connections and aborts the requests still in flight.
     void stop() { http_->stop(); }
@@ -92,6 +94,8 @@ private:
     ParseContext context_;
     std::unique_ptr<ServerMetrics> metrics_;
     std::atomic<int64_t> in_flight_{0};
+    std::atomic<bool> draining_{false};  // shutdown() started: new generation requests are refused
+    std::atomic<bool> aborting_{false};  // shutdown() gave up waiting: live replies abort their requests
     int64_t created_ = 0;
     std::unique_ptr<HttpServer> http_;  // last: stopped before anything it calls into goes away
 };

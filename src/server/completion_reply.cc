@@ -35,11 +35,12 @@ json stop_reason_json(const std::string& text, std::optional<int32_t> token) {
 }  // namespace
 
 CompletionReply::CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
-                                 CompletionJob job, std::vector<std::shared_ptr<OutputStream>> streams,
-                                 Clock::time_point arrival)
+                                 const std::atomic<bool>* aborting, CompletionJob job,
+                                 std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival)
     : engine_(engine),
       metrics_(metrics),
       in_flight_(in_flight),
+      aborting_(aborting),
       job_(std::move(job)),
       id_(make_id(job_.endpoint)),
       created_(int64_t(std::time(nullptr))),
@@ -278,6 +279,12 @@ void CompletionReply::record_finish(Track& track) {
 
 bool CompletionReply::poll(std::string& out) {
     if (done_) return true;
+    if (!aborted_by_shutdown_ && aborting_->load()) {
+        // The engine ends each request with finish reason "abort", which the loop below turns into the last chunks.
+        aborted_by_shutdown_ = true;
+        for (const Track& track : tracks_)
+            if (!track.finished) engine_->abort(track.stream->id());
+    }
     if (job_.stream && job_.endpoint == Endpoint::kChat) {
         for (size_t i = 0; i < choices_.size(); ++i) {  // the role comes first, as OpenAI sends it
             if (choices_[i].started) continue;
@@ -374,6 +381,14 @@ Reply CompletionReply::take_reply() {
     for (const Track& track : tracks_)
         if (!track.error.empty())
             return Reply{500, "application/json", error_body({500, track.error, "", "InternalServerError"}), {}};
+    const bool cut =
+        std::any_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish_reason == "abort"; });
+    if (aborted_by_shutdown_ && cut)
+        return Reply{503,
+                     "application/json",
+                     error_body({503, "the server is shutting down: the request was aborted before it finished", "",
+                                 "ServiceUnavailableError"}),
+                     {}};
     json choices = json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
         const Choice& choice = choices_[i];

@@ -1,6 +1,9 @@
 // CompletionReply: the engine requests of one /v1/completions or /v1/chat/completions call, turned into
 // OpenAI's response (one JSON) or its SSE chunks as outputs arrive. Polled by the connection's strand; never
-// blocks. Destroying it before the end aborts the engine requests, which frees their KV blocks.
+// blocks. Destroying it before the end aborts the engine requests, which frees their KV blocks. Once the server's
+// shutdown gives up waiting (`*aborting` set) the next poll aborts them and the reply ends as vLLM ends a stream cut
+// short: each unfinished choice's last chunk has finish_reason "abort", then usage if asked and [DONE]; a whole
+// reply becomes a 503.
 #pragma once
 
 #include <atomic>
@@ -24,8 +27,10 @@ class CompletionReply : public PendingReply {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // Takes the streams of the submitted job (one per input, in order). `in_flight` counts live replies.
-    CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight, CompletionJob job,
+    // Takes the streams of the submitted job (one per input, in order). `in_flight` counts live replies;
+    // `aborting`, set by the server's shutdown, ends the reply as aborted.
+    CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
+                    const std::atomic<bool>* aborting, CompletionJob job,
                     std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival);
     ~CompletionReply() override;
 
@@ -86,6 +91,8 @@ private:
     Engine* engine_;
     ServerMetrics* metrics_;
     std::atomic<int64_t>* in_flight_;
+    const std::atomic<bool>* aborting_;
+    bool aborted_by_shutdown_ = false;  // this reply's engine requests were aborted by the shutdown
     CompletionJob job_;
     std::vector<Track> tracks_;
     std::vector<Choice> choices_;  // prompt i, sample j -> i * n + j

@@ -169,7 +169,13 @@ public:
     }
 
     void close_on_strand(std::function<void()> done) override {
-        net::post(stream_.get_executor(), [self = self_ptr(), done = std::move(done)] {
+        net::post(stream_.get_executor(), [self = self_ptr(), done = std::move(done)]() mutable {
+            // A response being written (or a whole reply about to be) goes out first, so a reply that a shutdown
+            // ended (an aborted stream's last chunks, a 503) reaches its client: the write's end closes.
+            if (self->writing_ || self->ready_) {
+                self->close_done_ = std::move(done);
+                return;
+            }
             self->force_close();
             done();
         });
@@ -283,8 +289,10 @@ private:
         if (parser_->is_done()) return true;  // no body to ask for
         // The body limit was checked against Content-Length already, so only a request we will read is told to go on.
         tcp().expires_after(kWriteTimeout);
+        writing_ = true;
         net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                          [self = self_ptr()](error_code ec, size_t) {
+                             if (self->written_then_closed()) return;
                              if (ec) return self->close();
                              self->tcp().expires_after(kIdleTimeout);
                              self->parse_buffered();
@@ -415,7 +423,9 @@ private:
         res.prepare_payload();  // Content-Length: for HEAD too, the length a GET would get (RFC 9110 9.3.2)
         out->serializer.emplace(res);
         tcp().expires_after(kWriteTimeout);
+        writing_ = true;
         auto then = [self = self_ptr(), out](error_code ec, size_t) {
+            if (self->written_then_closed()) return;
             if (ec) return self->close();
             if (self->draining_) return self->drain();
             if (!self->keep_alive_) return self->close();
@@ -494,7 +504,9 @@ private:
 
     void write_stream() {
         tcp().expires_after(kWriteTimeout);
+        writing_ = true;
         net::async_write(stream_, net::buffer(out_), [self = self_ptr()](error_code ec, size_t) {
+            if (self->written_then_closed()) return;
             if (ec) return self->close();  // the destructor cancels the pending reply
             if (!self->stream_done_) return self->poll_stream();
             self->pending_.reset();
@@ -512,6 +524,18 @@ private:
             if (ec) return;
             next(*self);
         });
+    }
+
+    // At the end of every write: false, or true once the connection was closed because stop() asked for it while the
+    // write was under way (close_on_strand).
+    bool written_then_closed() {
+        writing_ = false;
+        if (!close_done_) return false;
+        std::function<void()> done = std::move(close_done_);
+        close_done_ = nullptr;
+        force_close();
+        done();
+        return true;
     }
 
     void close() {
@@ -539,9 +563,11 @@ private:
     bool keep_alive_ = true;
     bool stream_done_ = false;
     bool draining_ = false;
-    int poll_wait_us_ = 0;        // the current idle wait between polls; 0 after a poll that found data
-    bool watching_ = false;       // watch_for_disconnect()'s read is outstanding
-    std::optional<Reply> ready_;  // a finished non-streaming reply waiting for that read to end
+    int poll_wait_us_ = 0;              // the current idle wait between polls; 0 after a poll that found data
+    bool watching_ = false;             // watch_for_disconnect()'s read is outstanding
+    bool writing_ = false;              // a write is under way
+    std::function<void()> close_done_;  // set by close_on_strand() during a write: close at its end, then call it
+    std::optional<Reply> ready_;        // a finished non-streaming reply waiting for that read to end
 };
 
 }  // namespace

@@ -10,6 +10,8 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr const char* kShutdownMessage = "the server is shutting down: the response was aborted before it finished";
+
 std::string random_id(const char* prefix) {
     thread_local std::mt19937_64 rng{std::random_device{}()};
     return fmt::format("{}_{:016x}{:016x}", prefix, rng(), rng());
@@ -18,10 +20,12 @@ std::string random_id(const char* prefix) {
 }  // namespace
 
 ResponsesReply::ResponsesReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
-                               CompletionJob job, ResponsesEcho echo, std::shared_ptr<OutputStream> stream)
+                               const std::atomic<bool>* aborting, CompletionJob job, ResponsesEcho echo,
+                               std::shared_ptr<OutputStream> stream)
     : engine_(engine),
       metrics_(metrics),
       in_flight_(in_flight),
+      aborting_(aborting),
       job_(std::move(job)),
       echo_(std::move(echo)),
       stream_(std::move(stream)),
@@ -97,6 +101,10 @@ void ResponsesReply::event(const char* type, json data, std::string& out) {
 
 bool ResponsesReply::poll(std::string& out) {
     if (done_) return true;
+    if (!aborted_by_shutdown_ && aborting_->load()) {
+        aborted_by_shutdown_ = true;  // the engine ends the request with finish reason "abort"
+        engine_->abort(stream_->id());
+    }
     if (job_.stream && sequence_number_ == 0) {
         event("response.created", {{"response", response(false)}}, out);
         event("response.in_progress", {{"response", response(false)}}, out);
@@ -145,10 +153,10 @@ bool ResponsesReply::poll(std::string& out) {
     done_ = true;
     if (error_.empty()) metrics_->requests_success++;
     if (!job_.stream) return true;
-    if (!error_.empty()) {
+    if (!error_.empty() || cut_by_shutdown()) {
         json failed = response(true);
         failed["status"] = "failed";
-        failed["error"] = {{"code", "server_error"}, {"message", error_}};
+        failed["error"] = {{"code", "server_error"}, {"message", error_.empty() ? kShutdownMessage : error_}};
         event("response.failed", {{"response", failed}}, out);
         return true;
     }
@@ -171,6 +179,8 @@ bool ResponsesReply::poll(std::string& out) {
 Reply ResponsesReply::take_reply() {
     if (!error_.empty())
         return Reply{500, "application/json", error_body({500, error_, "", "InternalServerError"}), {}};
+    if (cut_by_shutdown())
+        return Reply{503, "application/json", error_body({503, kShutdownMessage, "", "ServiceUnavailableError"}), {}};
     return Reply{200, "application/json", response(true).dump(-1, ' ', false, json::error_handler_t::replace), {}};
 }
 

@@ -1,7 +1,9 @@
 // ResponsesReply: one /v1/responses request's engine output as a Response object, or as the Responses API's
 // streaming events (response.created, response.output_text.delta, ..., response.completed), each an SSE
 // "event: <type>" with its JSON. Text output only: one message item with one output_text part. Polled by the
-// connection's strand; destroying it before the end aborts the engine request.
+// connection's strand; destroying it before the end aborts the engine request. Once the server's shutdown gives up
+// waiting (`*aborting` set) the next poll aborts it: a stream then ends with response.failed (the partial output and
+// a server_error naming the shutdown), a whole reply is a 503.
 #pragma once
 
 #include <atomic>
@@ -22,8 +24,9 @@ namespace taco::server {
 class ResponsesReply : public PendingReply {
 public:
     // `job` is the parsed chat request of the Responses request (one input, n 1), `stream` its submitted output.
-    ResponsesReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight, CompletionJob job,
-                   ResponsesEcho echo, std::shared_ptr<OutputStream> stream);
+    ResponsesReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
+                   const std::atomic<bool>* aborting, CompletionJob job, ResponsesEcho echo,
+                   std::shared_ptr<OutputStream> stream);
     ~ResponsesReply() override;
 
     bool streaming() const override { return job_.stream; }
@@ -38,10 +41,14 @@ private:
     nlohmann::json response(bool finished) const;
     nlohmann::json message_item(bool finished) const;
     void event(const char* type, nlohmann::json data, std::string& out);
+    // The output ended because the shutdown aborted it (not because it finished first).
+    bool cut_by_shutdown() const { return aborted_by_shutdown_ && finish_reason_ == FinishReason::kAbort; }
 
     Engine* engine_;
     ServerMetrics* metrics_;
     std::atomic<int64_t>* in_flight_;
+    const std::atomic<bool>* aborting_;
+    bool aborted_by_shutdown_ = false;  // the engine request was aborted by the shutdown
     CompletionJob job_;
     ResponsesEcho echo_;
     std::shared_ptr<OutputStream> stream_;
