@@ -53,7 +53,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
         std::unique_ptr<Decoder> decoder,
         load_decoder(config.model_dir, device, config.dtype, config.load_format, config.show_load_progress));
     const ModelConfig& model = decoder->config();
-    if (folder_has_tokenizer(config.model_dir)) {
+    if (!config.tokenizer_dir.empty()) {
+        if (!folder_has_tokenizer(config.tokenizer_dir))
+            return error("--tokenizer {}: the folder has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)",
+                         config.tokenizer_dir);
+        auto tokenizer = Tokenizer::load(config.tokenizer_dir);
+        if (!tokenizer) return tokenizer.status().with_context("--tokenizer " + config.tokenizer_dir);
+        engine->tokenizer_ = std::move(*tokenizer);
+    } else if (folder_has_tokenizer(config.model_dir)) {
         TACO_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::load(config.model_dir));
     }
     SchedulerConfig& sc = engine->scheduler_config_;
@@ -91,6 +98,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     if (device == Device::kCuda) engine->sampler_.reserve_device(sc.max_num_seqs, model.vocab_size);
     TACO_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(decoder), ro));
     const KvSizing& sizing = engine->runner_->kv_sizing();
+    if (config.kv_cache_dtype && *config.kv_cache_dtype != engine->runner_->kv_dtype())
+        return error(
+            "--kv-cache-dtype {}: the KV cache is kept in the activation dtype, {} here (choose it with --dtype, or "
+            "give --kv-cache-dtype auto)",
+            dtype_name(*config.kv_cache_dtype), dtype_name(engine->runner_->kv_dtype()));
 
     KvCacheConfig kc;
     kc.num_device_blocks = sizing.num_device_blocks;
@@ -140,6 +152,12 @@ Result<std::shared_ptr<RequestGroup>> Engine::prepare(GenerationInput input) {
                          model.vocab_size);
     const SamplingParams& p = input.params;
     TACO_RETURN_IF_ERROR(p.validate(model.vocab_size));
+    // As vLLM: asking for more than --max-logprobs is an error naming the parameter.
+    for (const auto& [name, value] : {std::pair<const char*, std::optional<int64_t>>{"logprobs", p.logprobs},
+                                      {"prompt_logprobs", p.prompt_logprobs}})
+        if (value && *value > config_.max_logprobs)
+            return error("{}: {} log probabilities were asked for, more than --max-logprobs {}", name, *value,
+                         config_.max_logprobs);
     if (!p.stop.empty() && !tokenizer_) return error("stop strings need a tokenizer, and the model folder has none");
     // Which field is at fault decides the error's first word, which the server turns into the OpenAI `param`:
     // a prompt that leaves no room for one completion token, else max_tokens.

@@ -95,6 +95,7 @@ public:
     const ModelConfig& model_config() const { return runner_->config(); }
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     int64_t max_model_len() const { return scheduler_config_.max_model_len; }
+    int64_t max_logprobs() const { return config_.max_logprobs; }  // --max-logprobs
     SchedulingPolicy scheduling_policy() const { return config_.scheduling_policy; }
 
     // Structured output: the grammar of `spec` compiled against this model's vocabulary (cached by spec), for

@@ -4,6 +4,7 @@
 
 #include "core/limits.h"
 #include "core/log.h"
+#include "exec/sampling_params.h"
 
 namespace taco {
 
@@ -31,6 +32,9 @@ Status EngineConfig::validate() const {
     for (int64_t size : cuda_graph_sizes)
         if (size < 1 || size > limits::kMaxNumSeqs)
             return error("--cuda-graph-sizes: {} is not a batch size in [1, {}]", size, limits::kMaxNumSeqs);
+    if (max_logprobs < 0 || max_logprobs > SamplingParams::kMaxLogprobs)
+        return error("--max-logprobs must be in [0, {}] (the samplers return at most {} log probabilities), got {}",
+                     SamplingParams::kMaxLogprobs, SamplingParams::kMaxLogprobs, max_logprobs);
     if (enforce_eager && !cuda_graph_sizes.empty())
         return error("--cuda-graph-sizes with --enforce-eager: eager steps capture no graphs; give one of them");
     return Status::ok();

@@ -16,6 +16,9 @@ namespace taco {
 
 struct EngineConfig {
     std::string model_dir;
+    // vLLM's --tokenizer: the folder whose tokenizer files (tokenizer.json / tokenizer.model / vocab.json) the engine
+    // loads; empty: model_dir's own, if it has any. A folder given here must hold a tokenizer.
+    std::string tokenizer_dir;
     // Where and how the weights are loaded (engine/model_loading.h).
     DeviceChoice device = DeviceChoice::kAuto;
     std::optional<DType> dtype;  // nullopt: auto (the checkpoint's; fp32 checkpoints in bf16 on CUDA)
@@ -44,6 +47,12 @@ struct EngineConfig {
     bool enforce_eager = false;
     std::vector<int64_t> cuda_graph_sizes;
     uint64_t seed = 0;  // seeds requests that carry no seed
+    // vLLM's --kv-cache-dtype: nullopt is "auto" (the KV cache in the activation dtype, as it always is here); a dtype
+    // given must be that one, else the engine refuses to start.
+    std::optional<DType> kv_cache_dtype;
+    // vLLM's --max-logprobs: the most (top) logprobs and prompt_logprobs a request may ask for, in
+    // [0, SamplingParams::kMaxLogprobs] (the samplers return at most that many).
+    int64_t max_logprobs = 20;
 
     Status validate() const;
     // The checks that need the device the engine runs on (the GPU-only flags on the CPU).

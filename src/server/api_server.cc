@@ -130,7 +130,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->cors_ = CorsPolicy(server->options_.cors);
     server->created_ = int64_t(std::time(nullptr));
     const ApiServerOptions& opts = server->options_;
-    auto from_dir = ChatTemplate::from_dir(opts.model_dir);
+    auto from_dir = ChatTemplate::from_dir(opts.tokenizer_dir.empty() ? opts.model_dir : opts.tokenizer_dir);
     std::string bos, eos;
     if (from_dir) {
         for (const auto& [name, token] : from_dir->special_tokens()) {
@@ -345,6 +345,10 @@ HandlerResult ApiServer::submit_error(const Status& status, const std::string& p
     std::string first_word = message.substr(0, message.find(' '));
     if (!first_word.empty() && first_word.back() == ':') first_word.pop_back();
     std::string param = is_sampling_key(first_word) ? first_word : "";
+    // Chat asks for top logprobs with top_logprobs (the engine's "logprobs").
+    if (param == "logprobs" && prompt_param == "messages")
+        return error_reply(
+            {400, "top_logprobs" + message.substr(first_word.size()), "top_logprobs", "BadRequestError"});
     // Engine errors about the prompt itself (too long for the context, empty, ids outside the vocabulary).
     if (message.rfind("the prompt", 0) == 0 || message.rfind("prompt token", 0) == 0) param = prompt_param;
     return error_reply({400, message, param, "BadRequestError"});

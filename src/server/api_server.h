@@ -24,7 +24,8 @@
 namespace taco::server {
 
 struct ApiServerOptions {
-    std::string model_dir;                        // chat template and /v1/models' root
+    std::string model_dir;                        // generation_config.json and /v1/models' root
+    std::string tokenizer_dir;                    // --tokenizer: the chat template's folder (empty: model_dir)
     std::vector<std::string> served_model_names;  // the first is reported; all are accepted in "model"
     std::vector<std::string> api_keys;            // any of them authorizes; none = no auth
     std::optional<std::string> chat_template;     // template source overriding the model's own

@@ -86,6 +86,47 @@ TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
     expect_refused("models/demo --port 0 --enable-log-requests --disable-log-requests", "contradict");
 }
 
+// --tokenizer-mode, revisions, --kv-cache-dtype, --max-logprobs and the flags with a neutral value only: a value that
+// cannot be honoured stops the server at start, naming it.
+TEST(ServeCli, TokenizerAndEngineFlagValuesThatCannotBeHonouredAreRefused) {
+    expect_refused("models/demo --port 0 --tokenizer-mode mistral", "--tokenizer-mode mistral: only auto, hf and slow");
+    expect_refused("models/demo --port 0 --tokenizer-mode custom", "--tokenizer-mode custom");
+    expect_refused("models/demo --port 0 --tokenizer-revision v2",
+                   "--tokenizer-revision v2: the tokenizer models/demo is a local folder");
+    expect_refused("models/demo --port 0 --revision v2", "--revision v2: models/demo is a local folder");
+    expect_refused("models/demo --port 0 --tokenizer tests/data/models/llama",
+                   "--tokenizer tests/data/models/llama: the folder has no tokenizer");
+    expect_refused("models/demo --port 0 --kv-cache-dtype fp8",
+                   "--kv-cache-dtype fp8: fp8 KV caches are not supported");
+    expect_refused("models/demo --port 0 --kv-cache-dtype int4", "--kv-cache-dtype int4: expected auto");
+    // The CPU's KV cache is f32: a bf16 one cannot be had.
+    expect_refused("models/demo --port 0 --device cpu --kv-cache-dtype bfloat16",
+                   "--kv-cache-dtype BF16: the KV cache is kept in the activation dtype, F32 here");
+    expect_refused("models/demo --port 0 --max-logprobs 21", "--max-logprobs must be in [0, 20]");
+    expect_refused("models/demo --port 0 --cpu-offload-gb 4", "--cpu-offload-gb 4: offloading weights");
+    expect_refused("models/demo --port 0 --distributed-executor-backend slurm", "--distributed-executor-backend slurm");
+}
+
+TEST(ServeCli, KvCacheDtypeOfTheCacheItselfIsAccepted) {
+    CommandResult r = run_taco(
+        "generate tests/data/models/llama --device cpu --prompt-ids 1,2,3 --max-tokens 2 --kv-cache-dtype float32");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Flags that only tune vLLM's own machinery are listed in --help with why they change nothing, and warn when given.
+TEST(ServeCli, NoOpFlagsSayWhyInHelpAndWhenGiven) {
+    CommandResult help = run_taco("serve --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("no effect here: no code from model repositories runs here"), std::string::npos)
+        << help.out;
+    EXPECT_NE(help.out.find("--long-prefill-token-threshold"), std::string::npos) << help.out;
+    CommandResult r = run_taco("serve /nonexistent/model/folder --trust-remote-code --compilation-config '{}'");
+    EXPECT_NE(r.err.find("--trust-remote-code is accepted for vLLM compatibility; no effect here"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("--compilation-config is accepted for vLLM compatibility; no effect here"), std::string::npos)
+        << r.err;
+}
+
 // argparse takes every long flag with underscores too: the same checks answer for --max_pending_requests.
 TEST(ServeCli, UnderscoreSpellingsAreTheSameFlags) {
     expect_refused("models/demo --port 0 --max_pending_requests 0", "--max-pending-requests must be at least 1");

@@ -1,8 +1,8 @@
 // `taco_llm serve MODEL [vLLM's flags]`: the OpenAI-compatible HTTP server. Flag names and defaults follow
 // `vllm serve`, so pasted vLLM command lines work (with dashes or underscores: main.cc). vLLM flags that only tune
-// vLLM's Python internals are accepted as no-ops with a one-line warning (listed in --help); a flag whose feature
-// does not exist here (LoRA, pipeline or data parallelism, ...) is an error naming it; any other flag is an
-// error naming it.
+// vLLM's Python internals are accepted as no-ops with a one-line warning (listed in --help with the reason); a flag
+// whose feature does not exist here (LoRA, pipeline or data parallelism, ...) is an error naming it; any other flag
+// is an error naming it.
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "core/file_util.h"
@@ -17,6 +18,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "server/api_server.h"
+#include "server/hf_cache.h"
 #include "server/open_file_limit.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
@@ -44,7 +46,11 @@ struct ServeArgs {
     std::string tool_call_parser;           // --tool-call-parser NAME
     std::string reasoning_parser;           // --reasoning-parser NAME
     double shutdown_timeout_s = 5;
-    std::string tokenizer;                       // --tokenizer: must be the model's own
+    std::string tokenizer;                       // --tokenizer: a folder or hub id (default: the model's own)
+    std::string tokenizer_mode = "auto";         // --tokenizer-mode: auto, hf or slow (the HF tokenizer files)
+    std::string tokenizer_revision;              // --tokenizer-revision: of a hub id (default: --revision)
+    double cpu_offload_gb = 0;                   // --cpu-offload-gb: 0 only
+    std::string distributed_executor_backend;    // --distributed-executor-backend: accepted, no effect
     std::string task = "auto", runner = "auto";  // --task / --runner: generation only
     int64_t data_parallel_size = 1, pipeline_parallel_size = 1;
     std::string quantization;  // -q / --quantization: none only
@@ -87,27 +93,27 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
 
-// vLLM flags that change nothing here yet: {name, takes a value}.
-struct IgnoredFlag {
+// vLLM flags that only tune vLLM's own machinery (Python processes, torch.compile, its scheduler's prefill
+// grouping): accepted with a warning and listed in --help with the reason they change nothing here.
+struct NoOpFlag {
     const char* name;
     bool has_value;
+    const char* why;
 };
-constexpr IgnoredFlag kIgnoredFlags[] = {
-    {"--trust-remote-code", false},
-    {"--disable-log-stats", false},
-    {"--disable-custom-all-reduce", false},
-    {"--disable-frontend-multiprocessing", false},
-    {"--kv-cache-dtype", true},
-    {"--tokenizer-mode", true},
-    {"--revision-tokenizer", true},
-    {"--max-num-partial-prefills", true},
-    {"--max-long-partial-prefills", true},
-    {"--long-prefill-token-threshold", true},
-    {"--compilation-config", true},
-    {"--cpu-offload-gb", true},
-    {"--max-logprobs", true},
-    {"--distributed-executor-backend", true},
-    {"--max-seq-len-to-capture", true},
+constexpr NoOpFlag kNoOpFlags[] = {
+    {"--trust-remote-code", false, "no code from model repositories runs here; every architecture is built in"},
+    {"--disable-log-stats", false, "no periodic statistics are logged here (they are served at /metrics)"},
+    {"--disable-custom-all-reduce", false, "it tunes vLLM's multi-GPU all-reduce; there is no tensor parallelism here"},
+    {"--disable-frontend-multiprocessing", false, "it tunes vLLM's Python processes; server and engine share one here"},
+    {"--compilation-config", true,
+     "it configures torch.compile; CUDA graphs are set with --cuda-graph-sizes and --enforce-eager"},
+    {"--max-seq-len-to-capture", true, "the CUDA graphs here serve decode steps of every sequence length"},
+    {"--max-num-partial-prefills", true,
+     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
+    {"--max-long-partial-prefills", true,
+     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
+    {"--long-prefill-token-threshold", true,
+     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
 };
 
 std::atomic<int> g_signal{0};
@@ -124,10 +130,20 @@ void run_serve(ServeArgs& args) {
     }
     // The name the API reports by default: MODEL as given, or "demo" for the built-in model.
     const std::string model_arg = demo ? std::string("demo") : model;
-    if (!args.tokenizer.empty() &&
-        std::filesystem::weakly_canonical(args.tokenizer) != std::filesystem::weakly_canonical(model))
-        fail(fmt::format("--tokenizer {}: only the model's own tokenizer is supported (leave the flag out)",
-                         args.tokenizer));
+    // vLLM's auto, hf and slow all read the Hugging Face tokenizer files, which is what the tokenizer here does.
+    if (args.tokenizer_mode != "auto" && args.tokenizer_mode != "hf" && args.tokenizer_mode != "slow")
+        fail(
+            fmt::format("--tokenizer-mode {}: only auto, hf and slow (the Hugging Face tokenizer files) are supported; "
+                        "mistral_common and custom tokenizers are not",
+                        args.tokenizer_mode));
+    if (args.cpu_offload_gb != 0)
+        fail(
+            fmt::format("--cpu-offload-gb {}: offloading weights to CPU memory is not implemented; only 0 is supported",
+                        args.cpu_offload_gb));
+    const std::string_view backend = args.distributed_executor_backend;
+    if (!backend.empty() && backend != "mp" && backend != "ray" && backend != "uni" && backend != "external_launcher")
+        fail(fmt::format("--distributed-executor-backend {}: expected mp, ray, uni or external_launcher",
+                         args.distributed_executor_backend));
     for (const auto& [flag, value] :
          {std::pair<const char*, std::string>{"--task", args.task}, {"--runner", args.runner}})
         if (value != "auto" && value != "generate")
@@ -195,7 +211,29 @@ void run_serve(ServeArgs& args) {
          {&args.server.http.tls.certfile, &args.server.http.tls.keyfile, &args.server.http.tls.ca_certs})
         if (!file->empty() && !std::filesystem::is_regular_file(*file)) fail(fmt::format("{}: no such file", *file));
     if (Status valid = args.engine.validate(); !valid) fail(valid.message());
+    // A revision picks a hub snapshot: a local folder has none, so asking for one is a mistake worth naming.
+    if (!args.revision.empty() && std::filesystem::is_directory(model))
+        fail(fmt::format("--revision {}: {} is a local folder, which has no revisions (leave the flag out)",
+                         args.revision, model));
+    // vLLM's --tokenizer: a folder or hub id whose tokenizer and chat template are used instead of the model's;
+    // --tokenizer-revision (default: --revision) picks its hub snapshot.
+    const std::string tokenizer = args.tokenizer.empty() ? model : args.tokenizer;
+    const std::string& tokenizer_revision = args.tokenizer_revision.empty() ? args.revision : args.tokenizer_revision;
+    if (!args.tokenizer_revision.empty() && std::filesystem::is_directory(tokenizer))
+        fail(
+            fmt::format("--tokenizer-revision {}: the tokenizer {} is a local folder, which has no revisions (leave "
+                        "the flag out)",
+                        args.tokenizer_revision, tokenizer));
+    const std::string model_source = model;
     model = resolve_model_or_fail(model, args.revision, args.download_dir);
+    if (!args.tokenizer.empty() || tokenizer_revision != args.revision) {
+        if (!std::filesystem::is_directory(tokenizer) && !server::is_hub_id(tokenizer))
+            fail(fmt::format("--tokenizer {}: no such folder (and not a hub id like org/name)", tokenizer));
+        args.engine.tokenizer_dir = tokenizer == model_source && tokenizer_revision == args.revision
+                                        ? model
+                                        : resolve_model_or_fail(tokenizer, tokenizer_revision, args.download_dir);
+        args.server.tokenizer_dir = args.engine.tokenizer_dir;
+    }
     if (args.generation_config != "auto" && args.generation_config != "vllm" &&
         !std::filesystem::is_directory(args.generation_config))
         fail(fmt::format("--generation-config {}: expected 'auto', 'vllm' or a folder", args.generation_config));
@@ -297,7 +335,8 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                     "critical, error, warning, info, debug or trace: above info, no line per request")
         ->capture_default_str();
     sub->add_option("--shutdown-timeout", args->shutdown_timeout_s,
-                    "Seconds to let requests in flight finish after SIGINT/SIGTERM before aborting them")
+                    "Seconds to let requests in flight finish after SIGINT/SIGTERM before aborting them (streams then "
+                    "end with finish_reason \"abort\" and [DONE], other requests with a 503)")
         ->capture_default_str();
     sub->add_option("--io-threads", args->num_io_threads, "HTTP I/O threads")->capture_default_str();
     sub->add_option("--structured-outputs-config", args->structured_outputs_config,
@@ -329,7 +368,15 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_flag("--disable-fastapi-docs", args->server.disable_docs, "Do not serve /openapi.json");
     sub->add_flag("--enable-force-include-usage", args->server.force_include_usage,
                   "Every streamed reply ends with a usage chunk, as if stream_options.include_usage were set");
-    sub->add_option("--tokenizer", args->tokenizer, "Tokenizer folder: the model's own only (default: MODEL)");
+    sub->add_option("--tokenizer", args->tokenizer,
+                    "Folder or hub id whose tokenizer files and chat template are used (default: MODEL's own)");
+    sub->add_option("--tokenizer-mode", args->tokenizer_mode,
+                    "auto, hf or slow: the Hugging Face tokenizer files (mistral and custom: an error)")
+        ->capture_default_str();
+    sub->add_option("--tokenizer-revision", args->tokenizer_revision,
+                    "Branch, tag or commit of a hub id given as --tokenizer (default: --revision)");
+    sub->add_option("--cpu-offload-gb", args->cpu_offload_gb, "Weights offloaded to CPU memory, GiB (0 only)")
+        ->capture_default_str();
     sub->add_option("--task", args->task, "vLLM's task: auto or generate")->capture_default_str();
     sub->add_option("--runner", args->runner, "vLLM's runner: auto or generate")->capture_default_str();
     sub->add_option("--data-parallel-size", args->data_parallel_size, "Data-parallel replicas (1 only)")
@@ -377,19 +424,25 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
                 flag.name, [message] { fail(message); }, "not supported: an error");
     }
     add_engine_flags(sub, args->engine);
-    auto ignored = std::make_shared<std::vector<std::string>>();
-    for (const IgnoredFlag& flag : kIgnoredFlags) {
-        const std::string name = flag.name;
-        if (flag.has_value) {
+    sub->add_option_function<std::string>(
+        "--distributed-executor-backend",
+        [args](const std::string& value) {
+            args->distributed_executor_backend = value;
+            log_warn(
+                "--distributed-executor-backend is accepted for vLLM compatibility; no effect here: it picks how "
+                "vLLM launches its Python workers, and the engine here is one process");
+        },
+        "vLLM's worker launcher (mp, ray, uni, external_launcher): no effect here, the engine is one process");
+    for (const NoOpFlag& flag : kNoOpFlags) {
+        const std::string warning =
+            fmt::format("{} is accepted for vLLM compatibility; no effect here: {}", flag.name, flag.why);
+        const std::string help = fmt::format("no effect here: {}", flag.why);
+        if (flag.has_value)
             sub->add_option_function<std::string>(
-                name,
-                [name](const std::string&) { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
-                "vLLM flag, ignored here");
-        } else {
+                flag.name, [warning](const std::string&) { log_warn("{}", warning); }, help);
+        else
             sub->add_flag_callback(
-                name, [name] { log_warn("{} is accepted for vLLM compatibility and ignored", name); },
-                "vLLM flag, ignored here");
-        }
+                flag.name, [warning] { log_warn("{}", warning); }, help);
     }
     sub->callback([args] { run_serve(*args); });
 });

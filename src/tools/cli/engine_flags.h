@@ -3,6 +3,7 @@
 // (EngineConfig's optionals), so the engine can tell "not given" from "given the default".
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -24,6 +25,22 @@ inline void set_host_cache_gb(EngineConfig& config, const char* flag, double gb)
             "the KV cache, GiB); give one",
             flag, gb, *config.host_cache_gb));
     config.host_cache_gb = gb;
+}
+
+// vLLM's --kv-cache-dtype: "auto" (nullopt), or a dtype the engine checks against its KV cache's; fp8 caches are
+// not implemented.
+inline std::optional<DType> parse_kv_cache_dtype(const std::string& value) {
+    if (value == "auto") return std::nullopt;
+    if (value == "bfloat16") return DType::kBF16;
+    if (value == "float16") return DType::kF16;
+    if (value == "float32") return DType::kF32;
+    if (value.rfind("fp8", 0) == 0)
+        throw CLI::ValidationError(fmt::format(
+            "--kv-cache-dtype {}: fp8 KV caches are not supported; the KV cache is kept in the activation dtype "
+            "(--kv-cache-dtype auto)",
+            value));
+    throw CLI::ValidationError(
+        fmt::format("--kv-cache-dtype {}: expected auto, bfloat16, float16 or float32 (the activation dtype)", value));
 }
 
 }  // namespace detail
@@ -84,6 +101,16 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
            "fcfs (first come, first served) or priority (a request's 'priority', lower first, then arrival; the "
            "least urgent running request is preempted first)")
         ->default_str("fcfs");
+    app->add_option_function<std::string>(
+           "--kv-cache-dtype",
+           [&config](const std::string& value) { config.kv_cache_dtype = detail::parse_kv_cache_dtype(value); },
+           "KV cache dtype: auto (the activation dtype, the only layout here); a dtype named must be that one (fp8: "
+           "an error)")
+        ->default_str("auto");
+    app->add_option("--max-logprobs", config.max_logprobs,
+                    "The most logprobs / top_logprobs / prompt_logprobs a request may ask for (more: a 400 naming the "
+                    "field), at most 20")
+        ->capture_default_str();
     app->add_option("--seed", config.seed, "Seed for requests that carry no seed of their own")->capture_default_str();
 }
 
