@@ -321,17 +321,27 @@ HandlerResult ApiServer::completions(const HttpRequest& request, Endpoint endpoi
         for (const GenerationInput& input : job->inputs)
             logged_prompts.push_back(describe_prompt(input, options_.max_log_len));
     std::vector<std::shared_ptr<OutputStream>> streams;
+    std::vector<std::shared_ptr<BeamSearch>> searches;  // use_beam_search: input i's search, streams[i] its stream
     for (GenerationInput& input : job->inputs) {
-        auto stream = engine_->submit(std::move(input));
+        Result<std::shared_ptr<OutputStream>> stream = Status::error("no input");
+        if (job->beam_search) {
+            auto search = BeamSearch::start(*engine_, std::move(input), *job->beam_search);
+            if (search) searches.push_back(*search);
+            stream = search ? Result<std::shared_ptr<OutputStream>>((*search)->stream()) : search.status();
+        } else {
+            stream = engine_->submit(std::move(input));
+        }
         if (!stream) {
-            for (const auto& submitted : streams) engine_->abort(submitted->id());
+            for (const auto& search : searches) search->cancel();
+            if (searches.empty())
+                for (const auto& submitted : streams) engine_->abort(submitted->id());
             return submit_error(stream.status(), endpoint == Endpoint::kChat ? "messages" : "prompt");
         }
         streams.push_back(std::move(*stream));
     }
     job->inputs.clear();
     auto reply = std::make_shared<CompletionReply>(engine_, metrics_.get(), &in_flight_, &aborting_, std::move(*job),
-                                                   std::move(streams), arrival);
+                                                   std::move(streams), arrival, std::move(searches));
     for (size_t i = 0; i < logged_prompts.size(); ++i)
         log_info("server: request {}{}: {}", reply->id(), logged_prompts.size() > 1 ? fmt::format(" [{}]", i) : "",
                  logged_prompts[i]);

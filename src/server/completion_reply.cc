@@ -36,7 +36,8 @@ json stop_reason_json(const std::string& text, std::optional<int32_t> token) {
 
 CompletionReply::CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
                                  const std::atomic<bool>* aborting, CompletionJob job,
-                                 std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival)
+                                 std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival,
+                                 std::vector<std::shared_ptr<BeamSearch>> searches)
     : engine_(engine),
       metrics_(metrics),
       in_flight_(in_flight),
@@ -45,6 +46,7 @@ CompletionReply::CompletionReply(Engine* engine, ServerMetrics* metrics, std::at
       id_(make_id(job_.endpoint)),
       created_(int64_t(std::time(nullptr))),
       arrival_(arrival) {
+    searches_ = std::move(searches);
     in_flight_->fetch_add(1);
     for (auto& stream : streams) {
         Track track;
@@ -59,10 +61,18 @@ CompletionReply::~CompletionReply() {
     in_flight_->fetch_sub(1);
 }
 
+void CompletionReply::abort_track(size_t t) {
+    if (t < searches_.size())
+        searches_[t]->cancel();  // its stream's id is no engine request's
+    else
+        engine_->abort(tracks_[t].stream->id());
+}
+
 void CompletionReply::cancel() {
-    for (Track& track : tracks_) {
+    for (size_t t = 0; t < tracks_.size(); ++t) {
+        Track& track = tracks_[t];
         if (track.finished) continue;
-        engine_->abort(track.stream->id());
+        abort_track(t);
         track.finished = true;
         metrics_->requests_aborted++;
     }
@@ -282,8 +292,8 @@ bool CompletionReply::poll(std::string& out) {
     if (!aborted_by_shutdown_ && aborting_->load()) {
         // The engine ends each request with finish reason "abort", which the loop below turns into the last chunks.
         aborted_by_shutdown_ = true;
-        for (const Track& track : tracks_)
-            if (!track.finished) engine_->abort(track.stream->id());
+        for (size_t t = 0; t < tracks_.size(); ++t)
+            if (!tracks_[t].finished) abort_track(t);
     }
     if (job_.stream && job_.endpoint == Endpoint::kChat) {
         for (size_t i = 0; i < choices_.size(); ++i) {  // the role comes first, as OpenAI sends it
@@ -303,6 +313,7 @@ bool CompletionReply::poll(std::string& out) {
             }
         }
     }
+    for (const auto& search : searches_) search->pump();
     bool all_finished = true;
     for (size_t t = 0; t < tracks_.size(); ++t) {
         Track& track = tracks_[t];

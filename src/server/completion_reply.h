@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/beam_search.h"
 #include "engine/engine.h"
 #include "server/chat_output.h"
 #include "server/http_server.h"
@@ -27,11 +28,13 @@ class CompletionReply : public PendingReply {
 public:
     using Clock = std::chrono::steady_clock;
 
-    // Takes the streams of the submitted job (one per input, in order). `in_flight` counts live replies;
+    // Takes the streams of the submitted job (one per input, in order); with use_beam_search, `searches` holds input
+    // i's BeamSearch, whose stream is streams[i], and polling the reply drives them. `in_flight` counts live replies;
     // `aborting`, set by the server's shutdown, ends the reply as aborted.
     CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
                     const std::atomic<bool>* aborting, CompletionJob job,
-                    std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival);
+                    std::vector<std::shared_ptr<OutputStream>> streams, Clock::time_point arrival,
+                    std::vector<std::shared_ptr<BeamSearch>> searches = {});
     ~CompletionReply() override;
 
     bool streaming() const override { return job_.stream; }
@@ -86,6 +89,8 @@ private:
     // Streaming: the chunk text for one delta of choice `index`.
     void append_chunk(size_t index, const SampleOutput& delta, std::string& out);
     void record_finish(Track& track);
+    // Aborts track t's engine request (or beam search): it ends with finish reason "abort".
+    void abort_track(size_t t);
     static std::string sse(const nlohmann::json& value);
 
     Engine* engine_;
@@ -95,7 +100,8 @@ private:
     bool aborted_by_shutdown_ = false;  // this reply's engine requests were aborted by the shutdown
     CompletionJob job_;
     std::vector<Track> tracks_;
-    std::vector<Choice> choices_;  // prompt i, sample j -> i * n + j
+    std::vector<std::shared_ptr<BeamSearch>> searches_;  // empty, or one per track
+    std::vector<Choice> choices_;                        // prompt i, sample j -> i * n + j
     std::map<size_t, int64_t> text_offsets_;
     std::string id_;
     int64_t created_ = 0;

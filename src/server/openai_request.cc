@@ -6,6 +6,7 @@
 
 #include "core/json_util.h"
 #include "engine/sampling_json.h"
+#include "server/beam_search_request.h"
 #include "server/structured_request.h"
 #include "server/tool_request.h"
 #include "server/vllm_fields.h"
@@ -251,6 +252,7 @@ std::optional<CompletionJob> parse_completion_request(const json& body, const Pa
         return fail(error, "max_tokens must be at least 1, got 0 (0, the prompt only, needs 'echo')", "max_tokens");
     job.n = params.n;
     job.max_tokens = params.max_tokens;
+    if (!read_beam_search(body, params, job, job.beam_search, error)) return std::nullopt;
     if (!present(body, "prompt")) return fail(error, "'prompt' is required", "prompt");
     const json& prompt = body.at("prompt");
     const Tokenizer* tokenizer = ctx.engine->tokenizer();
@@ -534,6 +536,7 @@ std::optional<CompletionJob> parse_chat_request(const json& body, const ParseCon
         if (ctx.defaults.max_tokens) params.max_tokens = std::min(params.max_tokens, *ctx.defaults.max_tokens);
     }
     job.max_tokens = params.max_tokens;
+    if (!read_beam_search(body, params, job, job.beam_search, error)) return std::nullopt;
     job.inputs.push_back(GenerationInput{std::nullopt, std::move(*ids), params, job.priority});
     // echo (vLLM): the last message's content comes first in the reply when its role is the reply's.
     std::string echo_text;

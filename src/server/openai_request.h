@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/beam_search.h"
 #include "engine/engine.h"
 #include "engine/sampling_defaults.h"
 #include "server/chat_output.h"
@@ -54,6 +55,8 @@ struct CompletionJob {
     // --enable-prompt-tokens-details: usage has prompt_tokens_details.cached_tokens (as vLLM: when any prompt token
     // came from the prefix cache).
     bool prompt_tokens_details = false;
+    // use_beam_search: each input runs as a BeamSearch (engine/beam_search.h) instead of one engine request.
+    std::optional<BeamSearchParams> beam_search;
 };
 
 struct StructuredOutputsConfig;  // server/structured_request.h

@@ -24,8 +24,6 @@ struct Field {
 
 // vLLM's sampling and serving extras that change the output, in the order of its protocol definitions.
 constexpr Field kFields[] = {
-    {"use_beam_search", "taco-llm has no beam search (sample with n or best_of instead)"},
-    {"length_penalty", "it is beam search's length penalty, and taco-llm has no beam search"},
     {"logits_processors", "custom logits processors are Python code, which taco-llm does not run"},
 };
 
@@ -36,8 +34,6 @@ std::optional<UnimplementedField> unimplemented_vllm_field(const json& body) {
     for (const Field& f : kFields) {
         const auto it = body.find(f.name);
         if (it == body.end() || neutral(*it)) continue;
-        // length_penalty 1.0 is vLLM's default (no penalty).
-        if (std::string_view(f.name) == "length_penalty" && it->is_number() && it->get<double>() == 1.0) continue;
         return UnimplementedField{f.name, fmt::format("'{}' is not supported: {}", f.name, f.why)};
     }
     return std::nullopt;

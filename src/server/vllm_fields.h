@@ -1,7 +1,7 @@
-// Request fields that vLLM (or the OpenAI API) defines and taco-llm does not implement (beam search, Python logits
-// processors): a request that sets one
-// to anything but its neutral value gets a 400 naming the field, rather than an answer that quietly ignores it
-// (a client written for vLLM would otherwise trust, say, bad_words to have been applied). The neutral values
+// Request fields that vLLM (or the OpenAI API) defines and taco-llm does not implement (Python logits processors;
+// beam search is server/beam_search_request.h): a request that sets one to anything but its neutral value gets a
+// 400 naming the field, rather than an answer that quietly ignores it (a client written for vLLM would otherwise
+// trust the processor to have run). The neutral values
 // (false, 0, null, an empty list) are what clients send when they mean "not used", and are accepted.
 #pragma once
 

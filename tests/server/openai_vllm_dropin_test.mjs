@@ -76,11 +76,16 @@ try {
   }
   assert.equal(usage?.completion_tokens, 3);
 
-  // priority is served under --scheduling-policy priority; beam search is refused naming the field.
+  // priority is served under --scheduling-policy priority; beam search returns its n beams as the choices, and
+  // refuses streaming on completions as vLLM does.
   const urgent = await client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 2, priority: -5 });
   assert.equal(urgent.choices.length, 1);
-  await assert.rejects(client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 2, use_beam_search: true }),
-    (e) => e.status === 400 && e.param === 'use_beam_search');
+  const beams = await client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 3, n: 3,
+    use_beam_search: true, length_penalty: 0.8 });
+  assert.equal(beams.choices.length, 3);
+  assert.deepEqual(beams.choices.map((c) => c.index), [0, 1, 2]);
+  await assert.rejects(client.completions.create({ model: 'demo', prompt: 'Hi', max_tokens: 2, stream: true,
+    use_beam_search: true }), (e) => e.status === 400 && e.param === 'stream');
 
   // The key guards /v1/* only, in any case of the scheme; /openapi.json lists the routes.
   const bad = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { Authorization: 'Bearer nope' } });
