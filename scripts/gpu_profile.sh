@@ -24,7 +24,7 @@ ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
 ncu_attention() {  # ncu_attention NAME BENCHMARK-FILTER
   timeout -k 5 120 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
-    -k regex:'paged_(attention_mma|decode_attention)_kernel' --launch-skip 2 --launch-count 1 \
+    -k regex:'paged_(attention_mma|decode_attention)(_coop)?_kernel' --launch-skip 2 --launch-count 1 \
     "$build/cuda_attention_bench" --benchmark_filter="$2" --benchmark_min_time=0.001 >"$out/ncu_attention_$1.txt" 2>&1
   echo "ncu attention $1 rc=$?"
 }
@@ -34,5 +34,8 @@ if [ "${1:-steps}" = attention ]; then
   ncu_attention decode_32k 'BM_Decode/kernel:0/batch:1/context:32768/capacity:0'
   exit 0
 fi
-ncu_run latency ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${common[@]}" --num-iters 1
-ncu_run batch8 ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes 8
+[ "${TACO_PROFILE_LATENCY:-1}" = 1 ] && ncu_run latency ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${common[@]}" --num-iters 1
+# TACO_PROFILE_BATCHES: the batch sizes profiled (default 8), each its own CSV and summary.
+for bs in ${TACO_PROFILE_BATCHES:-8}; do
+  ncu_run batch$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes "$bs"
+done
