@@ -5,7 +5,8 @@
 //                                   capacity (0: the context); KV_GBps counts the K and V bytes read once (issue 13:
 //                                   >= 80% of the copy bandwidth at 32k context).
 // kernel 0: what ops::paged_attention runs, 1: the CUDA cores, 2: the general tensor-core kernel for decode steps
-// too, 3: the decode kernel for every decode step. Split-KV as the op chooses it,
+// too, 3: the decode kernel for every decode step, 4: its one-warp build for every decode step. Split-KV as the op
+// chooses it,
 // with the op's scratch. Block tables are shuffled, so sequences' blocks are scattered over the cache as in serving.
 //   build/cuda/cuda_attention_bench --benchmark_min_time=0.1
 // Without the CUDA backend (or without a usable GPU) every benchmark reports the reason and skips.
@@ -117,7 +118,8 @@ void time_attention(benchmark::State& state, Problem& p, AttentionKernel kernel)
 // kernel for every decode step (2 against 3: the decode kernel's before/after).
 AttentionKernel kernel_of(int64_t arg) {
     constexpr AttentionKernel kKernels[] = {AttentionKernel::kAuto, AttentionKernel::kCudaCores,
-                                            AttentionKernel::kTiled, AttentionKernel::kDecode};
+                                            AttentionKernel::kTiled, AttentionKernel::kDecode,
+                                            AttentionKernel::kDecodeOneWarp};
     return kKernels[arg];
 }
 
@@ -150,9 +152,9 @@ BENCHMARK(BM_Prefill)
 // capacity 131072: max_seq_len as in a CUDA graph's decode bucket of the 8B model (the split choice sees it).
 BENCHMARK(BM_Decode)
     ->ArgNames({"kernel", "batch", "context", "capacity"})
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 8, 64}, {1024}, {0}})
-    ->ArgsProduct({{0, 2, 3}, {1, 8, 32, 64}, {1024}, {131072}})
-    ->ArgsProduct({{0, 1, 2, 3}, {1}, {32768}, {0}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 8, 64}, {1024}, {0}})
+    ->ArgsProduct({{0, 2, 3, 4}, {1, 2, 8, 32, 64}, {1024}, {131072}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}, {32768}, {0}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

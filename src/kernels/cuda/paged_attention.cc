@@ -36,6 +36,12 @@ bool decode_attention_enabled() {
     return enabled;
 }
 
+bool decode_coop_enabled() {
+    static const bool enabled =
+        env_switch("TACO_CUDA_DECODE_COOP", std::getenv("TACO_CUDA_DECODE_COOP"), "the cooperative decode kernel");
+    return enabled;
+}
+
 size_t paged_attention_scratch_bytes(int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t max_seq_len) {
     const double bytes = double(num_tokens) * double(num_heads) * double(partitions_of(max_seq_len)) *
                          double(head_dim + 2) * sizeof(float);
@@ -104,7 +110,8 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.decode =
         p.tensor_cores && batch.max_query_len <= 1 && decode_attention_supports(act, cache, int(head_dim)) &&
         ((kernel == AttentionKernel::kAuto && decode_ctas >= kDecodeKernelMinCtas && decode_attention_enabled()) ||
-         kernel == AttentionKernel::kDecode);
+         kernel == AttentionKernel::kDecode || kernel == AttentionKernel::kDecodeOneWarp);
+    p.decode_one_warp = p.decode && (kernel == AttentionKernel::kDecodeOneWarp || !decode_coop_enabled());
     const int rows_per_cta = p.decode         ? kDecodeAttentionRowsPerCta
                              : p.tensor_cores ? kMmaAttentionRowsPerCta
                                               : kAttentionRowsPerCta;
@@ -133,7 +140,8 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     const int64_t ctas = int64_t(grid_x) * grid_y;
     // The CTAs the GPU runs at once: the decode kernel's (one warp each, several per SM) fill it; the others aim at
     // two per SM.
-    const int64_t resident = p.decode ? int64_t(decode_attention_ctas_per_sm(act, int(head_dim))) * sms : 2 * sms;
+    const int64_t resident =
+        p.decode ? int64_t(decode_attention_ctas_per_sm(act, p.decode_one_warp, int(head_dim))) * sms : 2 * sms;
     bool split_kv = false;
     switch (split) {
         case SplitKv::kNever: break;

@@ -39,21 +39,26 @@ enum class SplitKv {
 // kernel's one warp per partition is bound by latency, and the general kernel's four warps per tile finish sooner
 // (the 8B shape on an H100, per layer at 1k keys: bs=1 14.7 us general against 19.6 us decode; end to end bs=2 329
 // against 321 tok/s, bs=4 602 against 623, bs=64 4,754 against 5,553; bench/results/h100-2026-12-06). Either kernel
-// gives a row the same bits, so the choice may follow the batch.
+// gives a row the same bits, so the choice may follow the batch. (Measured with the one-warp build; the cooperative
+// build, four warps per tile as the general kernel, is to be measured against it at small batches.)
 constexpr int64_t kDecodeKernelMinCtas = 32;
 
 enum class AttentionKernel {
-    kAuto,       // the tensor cores where they apply (paged_attention_kernels.h; decode steps of at least
-                 // kDecodeKernelMinCtas CTAs on the decode kernel), else the CUDA cores
-    kTiled,      // the tensor cores' general kernel for decode steps too (benchmarks and the cross-check of the two)
-    kDecode,     // the decode kernel for every decode step it supports (benchmarks and the cross-check of the two)
-    kCudaCores,  // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
+    kAuto,    // the tensor cores where they apply (paged_attention_kernels.h; decode steps of at least
+              // kDecodeKernelMinCtas CTAs on the decode kernel), else the CUDA cores
+    kTiled,   // the tensor cores' general kernel for decode steps too (benchmarks and the cross-check of the two)
+    kDecode,  // the decode kernel for every decode step it supports (benchmarks and the cross-check of the two)
+    kDecodeOneWarp,  // kDecode with its one-warp kernel (the cooperative one's before/after)
+    kCudaCores,      // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
 };
 
 // TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps of at least
 // kDecodeKernelMinCtas CTAs on the decode kernel (paged_attention_decode.cu); 0, every decode step on the general
 // tensor-core kernel (the decode kernel's before/after in one run; a row has the same bits either way).
 bool decode_attention_enabled();
+// TACO_CUDA_DECODE_COOP, read once: unset or 1, the decode kernel's cooperative build (4 warps per CTA); 0, its
+// one-warp build (the same bits).
+bool decode_coop_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.
