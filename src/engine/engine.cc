@@ -76,6 +76,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
     sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
+    sc.long_prefill_token_threshold = config.long_prefill_token_threshold;
     sc.policy = config.scheduling_policy;
     TACO_RETURN_IF_ERROR(sc.validate());
 

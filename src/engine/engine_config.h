@@ -29,6 +29,7 @@ struct EngineConfig {
     int64_t max_num_batched_tokens = 8192;
     int64_t max_num_seqs = 256;
     bool enable_chunked_prefill = true;
+    int64_t long_prefill_token_threshold = 0;  // > 0: tokens one request computes per step at most (vLLM's)
     bool enable_prefix_caching = true;
     SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;  // --scheduling-policy fcfs|priority
     int64_t block_size = 16;

@@ -15,6 +15,11 @@ Status SchedulerConfig::validate() const {
     if (!enable_chunked_prefill && max_num_batched_tokens < max_model_len)
         return error("without chunked prefill, --max-num-batched-tokens ({}) must be at least --max-model-len ({})",
                      max_num_batched_tokens, max_model_len);
+    if (long_prefill_token_threshold < 0)
+        return error("--long-prefill-token-threshold must be at least 0, got {}", long_prefill_token_threshold);
+    if (long_prefill_token_threshold > 0 && !enable_chunked_prefill)
+        return error("--long-prefill-token-threshold {} splits prompts into chunks: it needs chunked prefill",
+                     long_prefill_token_threshold);
     return Status::ok();
 }
 
@@ -101,6 +106,7 @@ SchedulerOutput Scheduler::schedule() {
             ++i;
             continue;
         }
+        if (config_.long_prefill_token_threshold > 0) num_new = std::min(num_new, config_.long_prefill_token_threshold);
         num_new = std::min(num_new, budget);
         bool allocated = kv_cache_.allocate(r->id, r->num_computed_tokens + num_new);
         while (!allocated && preempt_newest_running(r)) {
@@ -141,6 +147,7 @@ void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
             kv_cache_.free(r->id);
             break;
         }
+        if (config_.long_prefill_token_threshold > 0) num_new = std::min(num_new, config_.long_prefill_token_threshold);
         num_new = std::min(num_new, budget);
         if (!kv_cache_.allocate(r->id, num_cached + num_new)) {
             kv_cache_.free(r->id);

@@ -29,6 +29,9 @@ struct SchedulerConfig {
     int64_t max_num_seqs = 256;             // requests admitted to run at once; sequences per step (forks too)
     int64_t max_model_len = 0;              // prompt + output tokens per request
     bool enable_chunked_prefill = true;     // off: a prompt is computed in one step or waits
+    // vLLM's --long-prefill-token-threshold: > 0 caps the tokens one request computes in a step (a long prompt goes
+    // in chunks of at most this many, leaving the rest of the budget to others); 0: no cap. Needs chunked prefill.
+    int64_t long_prefill_token_threshold = 0;
     SchedulingPolicy policy = SchedulingPolicy::kFcfs;
     Status validate() const;
 };

@@ -105,6 +105,8 @@ TEST(ServeCli, TokenizerAndEngineFlagValuesThatCannotBeHonouredAreRefused) {
     expect_refused("models/demo --port 0 --max-logprobs 21", "--max-logprobs must be in [0, 20]");
     expect_refused("models/demo --port 0 --cpu-offload-gb 4", "--cpu-offload-gb 4: offloading weights");
     expect_refused("models/demo --port 0 --distributed-executor-backend slurm", "--distributed-executor-backend slurm");
+    expect_refused("models/demo --port 0 --long-prefill-token-threshold -5",
+                   "--long-prefill-token-threshold must be at least 0");
 }
 
 TEST(ServeCli, KvCacheDtypeOfTheCacheItselfIsAccepted) {

@@ -69,6 +69,35 @@ TEST(Scheduler, ChunkedPrefillSplitsPromptsWithinTheTokenBudget) {
     EXPECT_EQ(s2.scheduled[1].num_new_tokens, 72);
 }
 
+// vLLM's --long-prefill-token-threshold: no request computes more than the threshold in one step, so a long prompt
+// leaves room in the budget for the others.
+TEST(Scheduler, LongPrefillTokenThresholdCapsEachRequestsShareOfAStep) {
+    SchedulerConfig c = config(128);
+    c.long_prefill_token_threshold = 40;
+    Harness h(256, c);
+    ASSERT_TRUE(h.scheduler.add_request(make_request(1, 100, 4)).is_ok());
+    ASSERT_TRUE(h.scheduler.add_request(make_request(2, 30, 4, 500)).is_ok());
+    SchedulerOutput s1 = h.step();
+    ASSERT_EQ(s1.scheduled.size(), 2u);
+    EXPECT_EQ(s1.scheduled[0].num_new_tokens, 40);  // capped; without the threshold it would take 100
+    EXPECT_EQ(s1.scheduled[1].num_new_tokens, 30);
+    SchedulerOutput s2 = h.step();
+    EXPECT_EQ(s2.scheduled[0].num_new_tokens, 40);  // running first: the long prompt's next chunk
+    EXPECT_EQ(s2.scheduled[1].num_new_tokens, 1);   // the short one decodes
+    EXPECT_EQ(h.step().scheduled[0].num_new_tokens, 20);
+    while (h.finished.size() < 2 && h.num_steps < 100) h.step();
+    EXPECT_EQ(h.finished.size(), 2u);
+}
+
+TEST(Scheduler, LongPrefillTokenThresholdIsCheckedByValidate) {
+    SchedulerConfig c = config(128);
+    c.long_prefill_token_threshold = -1;
+    EXPECT_NE(c.validate().message().find("--long-prefill-token-threshold must be at least 0"), std::string::npos);
+    SchedulerConfig eager = config(128, 256, false);
+    eager.long_prefill_token_threshold = 16;
+    EXPECT_NE(eager.validate().message().find("needs chunked prefill"), std::string::npos);
+}
+
 TEST(Scheduler, WithoutChunkedPrefillALongPromptWaitsForAWholeBudget) {
     Harness h(256, config(128, 256, false));
     ASSERT_TRUE(h.scheduler.add_request(make_request(1, 100, 4)).is_ok());

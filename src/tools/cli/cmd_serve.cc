@@ -109,11 +109,11 @@ constexpr NoOpFlag kNoOpFlags[] = {
      "it configures torch.compile; CUDA graphs are set with --cuda-graph-sizes and --enforce-eager"},
     {"--max-seq-len-to-capture", true, "the CUDA graphs here serve decode steps of every sequence length"},
     {"--max-num-partial-prefills", true,
-     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
+     "it limits how many prompts vLLM prefills at once in chunks; here every prefill shares the step's "
+     "--max-num-batched-tokens (--long-prefill-token-threshold caps one prompt's share)"},
     {"--max-long-partial-prefills", true,
-     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
-    {"--long-prefill-token-threshold", true,
-     "it tunes vLLM's grouping of partial prefills; here every prefill shares the step's --max-num-batched-tokens"},
+     "it limits how many long prompts vLLM prefills at once in chunks; here every prefill shares the step's "
+     "--max-num-batched-tokens (--long-prefill-token-threshold caps one prompt's share)"},
 };
 
 std::atomic<int> g_signal{0};

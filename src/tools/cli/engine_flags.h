@@ -57,6 +57,10 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
     app->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", config.enable_chunked_prefill,
                   "Split long prompts across steps")
         ->capture_default_str();
+    app->add_option("--long-prefill-token-threshold", config.long_prefill_token_threshold,
+                    "Tokens one request computes per step at most (a long prompt in chunks of that size, the rest of "
+                    "the step's budget to others); 0: no cap")
+        ->capture_default_str();
     app->add_option("--block-size", config.block_size, "KV cache block size in tokens (a power of two)")
         ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128}))
         ->capture_default_str();
