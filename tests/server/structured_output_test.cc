@@ -30,6 +30,26 @@ void expect_weather(const std::string& text) {
     EXPECT_TRUE(value["kind"] == "sun" || value["kind"] == "rain" || value["kind"] == "snow") << text;
 }
 
+// A reply's choices, by value. A range-for over r.json()["choices"] reads freed memory: the parsed body is a temporary
+// that dies before the first iteration (operator[] returns a reference into it, which extends no lifetime).
+json choices_of(const HttpResult& r) { return r.json().at("choices"); }
+
+// Whether JSON text has whitespace between its tokens (what is inside its strings does not count).
+bool whitespace_between_tokens(const std::string& text) {
+    bool in_string = false, escaped = false;
+    for (char c : text) {
+        if (in_string) {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            return true;
+        }
+    }
+    return false;
+}
+
 void expect_error(const HttpResult& r, const std::string& needle, const std::string& param) {
     EXPECT_EQ(r.status, 400) << r.body;
     json body = json::parse(r.body, nullptr, false);
@@ -49,7 +69,7 @@ TEST(ServerStructuredOutput, ChatJsonSchemaRepliesFollowTheSchema) {
          {{"type", "json_schema"}, {"json_schema", {{"name", "weather"}, {"schema", kWeather}, {"strict", true}}}}}};
     HttpResult r = post(s.port, "/v1/chat/completions", request);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& choice : r.json()["choices"]) {
+    for (const json& choice : choices_of(r)) {
         EXPECT_EQ(choice["finish_reason"], "stop") << r.body;
         expect_weather(choice["message"]["content"].get<std::string>());
     }
@@ -73,7 +93,7 @@ TEST(ServerStructuredOutput, VllmGuidedFieldsConstrainCompletions) {
     regex["guided_regex"] = "[0-9]{3}-[a-z]{2,4}";
     HttpResult r = post(s.port, "/v1/completions", regex);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& c : r.json()["choices"]) {
+    for (const json& c : choices_of(r)) {
         EXPECT_TRUE(std::regex_match(c["text"].get<std::string>(), std::regex("[0-9]{3}-[a-z]{2,4}"))) << c["text"];
         EXPECT_EQ(c["finish_reason"], "stop");
     }
@@ -81,22 +101,25 @@ TEST(ServerStructuredOutput, VllmGuidedFieldsConstrainCompletions) {
     choice["guided_choice"] = {"alpha", "beta"};
     r = post(s.port, "/v1/completions", choice);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& c : r.json()["choices"]) EXPECT_TRUE(c["text"] == "alpha" || c["text"] == "beta") << c["text"];
+    for (const json& c : choices_of(r)) EXPECT_TRUE(c["text"] == "alpha" || c["text"] == "beta") << c["text"];
     json grammar = base;
     grammar["guided_grammar"] = "root ::= \"(\" [xy]+ \")\"";
     r = post(s.port, "/v1/completions", grammar);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& c : r.json()["choices"])
-        EXPECT_TRUE(std::regex_match(c["text"].get<std::string>(), std::regex("\\([xy]+\\)"))) << c["text"];
+    // A sample cut by max_tokens is a prefix of the language: the demo model may go on with x and y to the end.
+    for (const json& c : choices_of(r)) {
+        const char* language = c["finish_reason"] == "stop" ? "\\([xy]+\\)" : "\\([xy]*";
+        EXPECT_TRUE(std::regex_match(c["text"].get<std::string>(), std::regex(language))) << c;
+    }
     json schema = base;
     schema["guided_json"] = kWeather.dump();  // a schema as JSON text, as vLLM accepts
     schema["guided_whitespace_pattern"] = "";
     schema["max_tokens"] = 120;
     r = post(s.port, "/v1/completions", schema);
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& c : r.json()["choices"]) {
+    for (const json& c : choices_of(r)) {
         expect_weather(c["text"].get<std::string>());
-        EXPECT_EQ(c["text"].get<std::string>().find(' '), std::string::npos) << c["text"];  // no whitespace allowed
+        EXPECT_FALSE(whitespace_between_tokens(c["text"].get<std::string>())) << c["text"];  // none allowed there
     }
 }
 
@@ -105,7 +128,7 @@ TEST(ServerStructuredOutput, StructuredOutputsObjectAndJsonObjectMode) {
     HttpResult r = post(s.port, "/v1/completions",
                         {{"prompt", "x"}, {"max_tokens", 30}, {"structured_outputs", {{"choice", {"yes", "no"}}}}});
     ASSERT_EQ(r.status, 200) << r.body;
-    const json text = r.json()["choices"][0]["text"];
+    const json text = choices_of(r)[0]["text"];
     EXPECT_TRUE(text == "yes" || text == "no") << text;
     r = post(s.port, "/v1/chat/completions",
              {{"messages", ask()}, {"max_tokens", 60}, {"seed", 2}, {"response_format", {{"type", "json_object"}}}});
@@ -159,7 +182,7 @@ TEST(ServerStructuredOutput, PropertiesFollowTheRequestKeyOrder) {
         "required": ["zeta", "alpha", "mid"], "additionalProperties": false}})";
     HttpResult r = http_call(s.port, "POST", "/v1/completions", body);
     ASSERT_EQ(r.status, 200) << r.body;
-    const std::string text = r.json()["choices"][0]["text"].get<std::string>();
+    const std::string text = choices_of(r)[0]["text"].get<std::string>();
     const size_t zeta = text.find("\"zeta\""), alpha = text.find("\"alpha\""), mid = text.find("\"mid\"");
     ASSERT_NE(mid, std::string::npos) << text;
     EXPECT_LT(zeta, alpha) << text;
@@ -179,9 +202,9 @@ TEST(ServerStructuredOutput, ServerConfigSetsTheDefaults) {
     HttpResult r = post(s.port, "/v1/completions",
                         {{"prompt", "x"}, {"max_tokens", 120}, {"seed", 4}, {"n", 2}, {"guided_json", open_schema}});
     ASSERT_EQ(r.status, 200) << r.body;
-    for (const json& c : r.json()["choices"]) {
+    for (const json& c : choices_of(r)) {
         expect_weather(c["text"].get<std::string>());
-        EXPECT_EQ(c["text"].get<std::string>().find(": "), std::string::npos) << c["text"];
+        EXPECT_FALSE(whitespace_between_tokens(c["text"].get<std::string>())) << c["text"];
     }
     for (const char* bad : {R"({"backend": "magic"})", R"({"reasoning_parser": "qwen3"})", "[1]", "{nope"})
         EXPECT_FALSE(StructuredOutputsConfig::from_json_text(bad).is_ok()) << bad;
