@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the tests (issue 16), each in a build tree of its own (the asan / tsan presets: gcc, no CUDA):
-#   asan  ASan+UBSan (build/asan): the GoogleTest suites named in TACO_ASAN_SUITES, whole.
-#   tsan  TSan (build/tsan): the engine and server tests that run threads against each other (the step thread,
-#         the HTTP server's threads, clients, aborts, disconnects), filtered by TACO_TSAN_FILTER.
-# Usage: scripts/sanitize.sh [asan|tsan|all] (default all). Any report fails the run (halt_on_error). Each build
-# compiles the libraries again with its flags: expensive on a small machine, so only the suites' targets are built.
-# The suites run their binaries directly (not ctest: the node client tests are not sanitizer targets).
+#   asan  ASan+UBSan (build/asan): the GoogleTest suites named in TACO_ASAN_SUITES, filtered by TACO_ASAN_FILTER.
+#   tsan  TSan (build/tsan): the suites named in TACO_TSAN_SUITES (engine and server: the step thread, the HTTP
+#         server's threads, clients, aborts, disconnects), filtered by TACO_TSAN_FILTER.
+# Usage: scripts/sanitize.sh [asan|tsan|all] (default all), e.g.
+#   TACO_ASAN_SUITES="server exec" scripts/sanitize.sh asan
+#   TACO_TSAN_FILTER='ServerHttp.*:Engine.*' scripts/sanitize.sh tsan
+#   TSAN_OPTIONS=halt_on_error=0 scripts/sanitize.sh tsan    # every TSan report of a suite, not only the first
+# Any report fails its suite (halt_on_error; options the caller sets in ASAN_OPTIONS, UBSAN_OPTIONS or TSAN_OPTIONS
+# are added after ours and win); every suite runs, and the run fails if one did. Each build compiles the libraries
+# again with its flags: expensive on a small machine (about 25 minutes a tree on two cores), so only the suites'
+# targets are built; CMAKE_BUILD_PARALLEL_LEVEL bounds the jobs. The suites run their binaries directly (not ctest:
+# the node client tests are not sanitizer targets). The server and tokenizer suites read .cache/tokenizers: run
+# scripts/setup_test_data.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
 asan_suites=${TACO_ASAN_SUITES:-core io tokenizer structured cache sched exec engine server}
-tsan_filter=${TACO_TSAN_FILTER:-Engine.*:EngineFaults.*:EngineStructured.*:ServerErrors.*:ServerHttp.*:ServerLoad.*:ServerDisconnect.*:EngineRandom.*}
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export ASAN_OPTIONS=halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+asan_filter=${TACO_ASAN_FILTER:-*}
+tsan_suites=${TACO_TSAN_SUITES:-engine server}
+tsan_filter=${TACO_TSAN_FILTER:-*}
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export ASAN_OPTIONS="halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+failed=()
 
 run_suites() {  # preset, gtest filter, suites...
   local preset=$1 filter=$2
@@ -23,14 +33,24 @@ run_suites() {  # preset, gtest filter, suites...
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" --target "${targets[@]}"
   for target in "${targets[@]}"; do
-    echo "== $preset: $target"
-    (cd "build/$preset" && "./$target" --gtest_filter="$filter" --gtest_brief=1)
+    echo "== $preset: $target --gtest_filter=$filter"
+    local start=$SECONDS
+    if (cd "build/$preset" && "./$target" --gtest_filter="$filter" --gtest_brief=1); then
+      echo "== $preset: $target passed in $((SECONDS - start)) s"
+    else
+      echo "== $preset: $target FAILED after $((SECONDS - start)) s"
+      failed+=("$preset:$target")
+    fi
   done
 }
 
 case "$mode" in
-  asan | all) run_suites asan "*" $asan_suites ;;&
-  tsan | all) run_suites tsan "$tsan_filter" engine server ;;
+  asan | all) run_suites asan "$asan_filter" $asan_suites ;;&
+  tsan | all) run_suites tsan "$tsan_filter" $tsan_suites ;;
   asan) ;;
   *) echo "usage: scripts/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
 esac
+if ((${#failed[@]})); then
+  echo "sanitize: failed: ${failed[*]}" >&2
+  exit 1
+fi
