@@ -179,7 +179,8 @@ Result<std::shared_ptr<BeamSearch>> BeamSearch::start(Engine& engine, Generation
     BeamSearchState state(std::move(ids), std::move(params), eos, tokenizer);
     std::shared_ptr<BeamSearch> search(new BeamSearch(engine, std::move(state), priority));
     TACO_RETURN_IF_ERROR(search->submit_step());
-    search->stream_ = std::make_shared<OutputStream>(search->probes_.front().stream->id());
+    search->stream_ = std::make_shared<OutputStream>(search->probes_.front()->id());
+    search->thread_ = std::thread([raw = search.get()] { raw->run(); });
     return search;
 }
 
@@ -187,7 +188,8 @@ BeamSearch::BeamSearch(Engine& engine, BeamSearchState state, int64_t priority)
     : engine_(engine), state_(std::move(state)), priority_(priority) {}
 
 BeamSearch::~BeamSearch() {
-    if (!done_) cancel();
+    cancel();
+    if (thread_.joinable()) thread_.join();
 }
 
 Status BeamSearch::submit_step() {
@@ -196,7 +198,9 @@ Status BeamSearch::submit_step() {
     probe.max_tokens = 1;
     probe.ignore_eos = true;
     probe.logprobs = state_.num_step_logprobs();
+    std::lock_guard<std::mutex> lock(mutex_);
     probes_.clear();
+    if (cancelled_) return Status::ok();  // run() sees it and ends the stream
     for (const Beam& beam : state_.live()) {
         GenerationInput input;
         input.prompt_ids = state_.prompt_ids();
@@ -205,10 +209,11 @@ Status BeamSearch::submit_step() {
         input.priority = priority_;
         auto stream = engine_.submit(std::move(input));
         if (!stream) {
-            abort_probes();
+            for (const auto& submitted : probes_) engine_.abort(submitted->id());
+            probes_.clear();
             return stream.status();
         }
-        probes_.push_back(Probe{std::move(*stream), std::nullopt, false});
+        probes_.push_back(std::move(*stream));
     }
     return Status::ok();
 }
@@ -219,97 +224,89 @@ void BeamSearch::finish(RequestOutput output) {
     output.queued_at = queued_at_;
     output.first_scheduled_at = first_scheduled_at_;
     stream_->push(std::move(output));
-    probes_.clear();
-    done_ = true;
 }
 
-bool BeamSearch::pump() {
-    if (done_) return true;
-    bool all_finished = true;
-    for (Probe& probe : probes_) {
-        while (!probe.finished) {
-            auto output = probe.stream->try_next();
-            if (!output) break;
-            if (first_step_) {
-                queued_at_ = output->queued_at;
-                if (output->first_scheduled_at) first_scheduled_at_ = output->first_scheduled_at;
-                num_cached_tokens_ = output->num_cached_tokens;
-            }
-            if (!output->error.empty()) {
-                probe.finished = true;
-                abort_probes();  // the other probes of the step
-                RequestOutput failed;
-                failed.error = output->error;
-                finish(std::move(failed));
-                return true;
-            }
-            for (const SampleOutput& sample : output->samples)
-                if (!sample.logprobs.empty()) probe.logprobs = sample.logprobs.front();
-            probe.finished = output->finished;
-        }
-        all_finished = all_finished && probe.finished;
-    }
-    if (!all_finished) return false;
-    std::vector<SampleLogprobs> step;
-    for (Probe& probe : probes_) {
-        if (!probe.logprobs) {  // aborted under us (the engine shut down)
-            RequestOutput failed;
-            failed.error = "a beam's step ended without a token";
-            finish(std::move(failed));
-            return true;
-        }
-        step.push_back(std::move(*probe.logprobs));
-    }
-    state_.advance(step);
-    first_step_ = false;
-    if (state_.done()) {
-        RequestOutput output;
-        output.prompt_ids = state_.prompt_ids();
-        output.num_cached_tokens = num_cached_tokens_;
-        int64_t index = 0;
-        for (Beam& beam : state_.best()) {
-            SampleOutput sample;
-            sample.index = index++;
-            sample.token_ids = std::move(beam.token_ids);
-            sample.text = std::move(beam.text);
-            sample.logprobs = std::move(beam.logprobs);
-            sample.cumulative_logprob = beam.cumulative_logprob;
-            sample.finish_reason = beam.finish_reason;
-            sample.stop_reason = std::move(beam.stop_reason);
-            // vLLM's stop_reason is the EOS id for a beam that ended at EOS; ours also names a stop token.
-            sample.stop_token_id = beam.stop_token_id;
-            output.samples.push_back(std::move(sample));
-        }
-        finish(std::move(output));
-        return true;
-    }
-    const Status submitted = submit_step();
-    if (!submitted) {
-        RequestOutput failed;
-        failed.error = submitted.message();
-        finish(std::move(failed));
-        return true;
-    }
-    return false;
+void BeamSearch::finish_with_error(std::string message) {
+    RequestOutput failed;
+    failed.error = std::move(message);
+    finish(std::move(failed));
 }
 
-void BeamSearch::abort_probes() {
-    for (Probe& probe : probes_)
-        if (!probe.finished) engine_.abort(probe.stream->id());
-    probes_.clear();
+void BeamSearch::run() {
+    for (bool first_step = true;; first_step = false) {
+        std::vector<std::shared_ptr<OutputStream>> probes;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            probes = probes_;
+        }
+        // Every probe's stream ends (a token, an abort, or the engine's error at shutdown), so these waits do too.
+        std::vector<SampleLogprobs> step;
+        std::string error;
+        for (const auto& probe : probes) {
+            std::optional<SampleLogprobs> logprobs;
+            while (auto output = probe->next()) {
+                if (first_step) {
+                    queued_at_ = output->queued_at;
+                    if (output->first_scheduled_at) first_scheduled_at_ = output->first_scheduled_at;
+                    num_cached_tokens_ = output->num_cached_tokens;
+                }
+                if (!output->error.empty()) error = output->error;
+                for (const SampleOutput& sample : output->samples)
+                    if (!sample.logprobs.empty()) logprobs = sample.logprobs.front();
+            }
+            if (logprobs) step.push_back(std::move(*logprobs));
+        }
+        bool cancelled = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            cancelled = cancelled_;
+        }
+        if (cancelled) {
+            RequestOutput aborted;  // as the engine ends an aborted request: every choice with finish reason "abort"
+            for (int64_t i = 0; i < state_.beam_width(); ++i) {
+                SampleOutput sample;
+                sample.index = i;
+                sample.finish_reason = FinishReason::kAbort;
+                aborted.samples.push_back(std::move(sample));
+            }
+            return finish(std::move(aborted));
+        }
+        if (!error.empty()) return finish_with_error(error);
+        if (step.size() != probes.size()) return finish_with_error("a beam's step ended without a token");
+        state_.advance(step);
+        if (state_.done()) break;
+        const Status submitted = submit_step();
+        if (!submitted) return finish_with_error(submitted.message());
+    }
+    RequestOutput output;
+    output.prompt_ids = state_.prompt_ids();
+    output.num_cached_tokens = num_cached_tokens_;
+    int64_t index = 0;
+    for (Beam& beam : state_.best()) {
+        SampleOutput sample;
+        sample.index = index++;
+        sample.token_ids = std::move(beam.token_ids);
+        sample.text = std::move(beam.text);
+        sample.logprobs = std::move(beam.logprobs);
+        sample.cumulative_logprob = beam.cumulative_logprob;
+        sample.finish_reason = beam.finish_reason;
+        sample.stop_reason = std::move(beam.stop_reason);
+        // vLLM's stop_reason is the EOS id for a beam that ended at EOS; ours also names a stop token.
+        sample.stop_token_id = beam.stop_token_id;
+        output.samples.push_back(std::move(sample));
+    }
+    finish(std::move(output));
 }
 
 void BeamSearch::cancel() {
-    abort_probes();
-    if (done_ || !stream_) return;
-    RequestOutput aborted;  // as the engine ends an aborted request: every choice with finish reason "abort"
-    for (int64_t i = 0; i < state_.beam_width(); ++i) {
-        SampleOutput sample;
-        sample.index = i;
-        sample.finish_reason = FinishReason::kAbort;
-        aborted.samples.push_back(std::move(sample));
+    std::vector<std::shared_ptr<OutputStream>> probes;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (cancelled_) return;
+        cancelled_ = true;
+        probes = probes_;
     }
-    finish(std::move(aborted));
+    for (const auto& probe : probes) engine_.abort(probe->id());  // finished ones are ignored
 }
 
 }  // namespace taco

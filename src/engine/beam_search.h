@@ -22,9 +22,11 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -99,47 +101,44 @@ private:
     int64_t num_steps_ = 0;
 };
 
-// The search run on an Engine: polled (pump), never blocking, so a server strand can drive it. Its stream yields one
-// final RequestOutput with the beam_width choices (or an error), as a request's stream would.
+// The search run on an Engine by a thread of its own, which waits on the probes (so a step follows the last probe of
+// the one before at once, whoever polls the stream). Its stream yields one final RequestOutput with the beam_width
+// choices, or an error, as a request's stream would.
 class BeamSearch {
 public:
-    // Tokenizes and checks the input as Engine::submit does (the same errors, naming the field) and submits the
-    // first probe. input.params' sampling fields are not used: `params` says what the search does.
+    // Tokenizes and checks the input as Engine::submit does (the same errors, naming the field), submits the first
+    // probe and starts the thread. input.params' sampling fields are not used: `params` says what the search does.
     static Result<std::shared_ptr<BeamSearch>> start(Engine& engine, GenerationInput input, BeamSearchParams params);
+    // Cancels the search and waits for its thread.
     ~BeamSearch();
     BeamSearch(const BeamSearch&) = delete;
     BeamSearch& operator=(const BeamSearch&) = delete;
 
     const std::shared_ptr<OutputStream>& stream() const { return stream_; }
-    // Reads the probes' outputs; when all of a step are in, advances the search and submits the next step's probes,
-    // or pushes the final output. True once the final output (or an error) was pushed.
-    bool pump();
-    // Aborts the probes in flight and, unless the search ended already, ends the stream as the engine ends an aborted
-    // request (every choice with finish reason "abort").
+    // Aborts the probes in flight; unless the search ended already, the stream ends as the engine ends an aborted
+    // request (every choice with finish reason "abort"). Any thread.
     void cancel();
 
 private:
-    struct Probe {
-        std::shared_ptr<OutputStream> stream;
-        std::optional<SampleLogprobs> logprobs;
-        bool finished = false;
-    };
-
     BeamSearch(Engine& engine, BeamSearchState state, int64_t priority);
+    // Submits a probe per live beam (none once cancelled).
     Status submit_step();
-    void abort_probes();
+    void run();  // the thread: the steps, then the final output
     void finish(RequestOutput output);
+    void finish_with_error(std::string message);
 
     Engine& engine_;
-    BeamSearchState state_;
+    BeamSearchState state_;  // the thread's alone once it runs
     int64_t priority_ = 0;
-    std::vector<Probe> probes_;  // one per live beam of the current step
     std::shared_ptr<OutputStream> stream_;
     int64_t num_cached_tokens_ = 0;  // the first probe's prompt tokens from the prefix cache
     std::chrono::steady_clock::time_point queued_at_;
     std::optional<std::chrono::steady_clock::time_point> first_scheduled_at_;
-    bool first_step_ = true;
-    bool done_ = false;
+
+    std::mutex mutex_;                                   // guards probes_ and cancelled_
+    std::vector<std::shared_ptr<OutputStream>> probes_;  // the current step's, one per live beam
+    bool cancelled_ = false;
+    std::thread thread_;
 };
 
 }  // namespace taco

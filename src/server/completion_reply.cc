@@ -313,7 +313,6 @@ bool CompletionReply::poll(std::string& out) {
             }
         }
     }
-    for (const auto& search : searches_) search->pump();
     bool all_finished = true;
     for (size_t t = 0; t < tracks_.size(); ++t) {
         Track& track = tracks_[t];

@@ -29,7 +29,7 @@ public:
     using Clock = std::chrono::steady_clock;
 
     // Takes the streams of the submitted job (one per input, in order); with use_beam_search, `searches` holds input
-    // i's BeamSearch, whose stream is streams[i], and polling the reply drives them. `in_flight` counts live replies;
+    // i's BeamSearch, whose stream is streams[i] (cancelled with the reply). `in_flight` counts live replies;
     // `aborting`, set by the server's shutdown, ends the reply as aborted.
     CompletionReply(Engine* engine, ServerMetrics* metrics, std::atomic<int64_t>* in_flight,
                     const std::atomic<bool>* aborting, CompletionJob job,

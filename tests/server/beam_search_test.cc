@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "engine/beam_search.h"
 #include "test_client.h"
@@ -144,6 +146,54 @@ TEST(BeamSearch, ServerBeamsEqualAReferenceSearchOverTheEnginesLogprobs) {
             expect_same_beams(r.json(), expected, prompt.size());
         }
     }
+    // Several prompts in one request: prompt i's beams are choices i * n .. i * n + n - 1, usage sums them.
+    json request = beam_request(prompts[0], 2, 3, 1.0);
+    request["prompt"] = {prompts[0], prompts[1]};
+    const HttpResult r = post(s.port, "/v1/completions", request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json response = r.json();
+    ASSERT_EQ(response["choices"].size(), 4u);
+    int64_t num_tokens = 0;
+    for (size_t p = 0; p < 2; ++p) {
+        const auto expected = reference_search(s.port, prompts[p], 2, 3, 1.0);
+        for (size_t j = 0; j < 2; ++j) {
+            const json& c = response["choices"][p * 2 + j];
+            EXPECT_EQ(c["index"], p * 2 + j);
+            EXPECT_EQ(c["token_ids"].get<std::vector<int32_t>>(), expected[j].tokens) << p << " " << j;
+            num_tokens += int64_t(c["token_ids"].size());
+        }
+    }
+    EXPECT_EQ(response["usage"]["prompt_tokens"], prompts[0].size() + prompts[1].size());
+    EXPECT_EQ(response["usage"]["completion_tokens"], num_tokens);
+}
+
+TEST(BeamSearch, ClientThatLeavesCancelsTheSearch) {
+    TestServer s(kDemo);
+    {
+        HttpConnection connection(s.port);
+        const json body = {{"prompt", "Once upon a time"},
+                           {"max_tokens", 500},
+                           {"ignore_eos", true},
+                           {"use_beam_search", true},
+                           {"n", 4}};
+        connection.send("POST", "/v1/completions", body.dump());
+        for (int i = 0; i < 400 && s.engine->stats().generation_tokens_total < 8; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        EXPECT_GE(s.engine->stats().generation_tokens_total, 8);
+    }  // the socket closes long before 500 steps of 4 probes
+    for (int i = 0; i < 400 && (s.server->num_in_flight() > 0 || s.engine->stats().num_running > 0 ||
+                                s.engine->stats().num_waiting > 0);
+         ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(s.server->num_in_flight(), 0);
+    EXPECT_EQ(s.engine->stats().num_running + s.engine->stats().num_waiting, 0);
+    const int64_t generated = s.engine->stats().generation_tokens_total;
+    EXPECT_LT(generated, 4 * 500);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(s.engine->stats().generation_tokens_total, generated);  // no probe after the cancel
+    // The server goes on serving beam searches.
+    const json again = {{"prompt", "Hello"}, {"max_tokens", 3}, {"use_beam_search", true}, {"n", 2}};
+    EXPECT_EQ(post(s.port, "/v1/completions", again).status, 200);
 }
 
 TEST(BeamSearch, LengthPenaltyChangesTheWinner) {
