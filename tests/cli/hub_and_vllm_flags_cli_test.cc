@@ -86,5 +86,34 @@ TEST(HubCli, ServeDownloadDirAndRevisionChooseTheCacheAndTheRef) {
     fs::remove_all(cache);
 }
 
+// --tokenizer with a hub id and --tokenizer-revision: the tokenizer's repository is fetched at that revision into
+// the cache and loaded (the run then stops at the port, after the engine and its tokenizer were made).
+TEST(HubCli, ServeTokenizerHubIdIsDownloadedAtTheTokenizerRevision) {
+    server::testing::MockHub hub;
+    server::testing::MockHub::Repo repo;
+    repo.commit = "0123456789abcdef0123456789abcdef01234567";
+    auto read = [](const std::string& file) {
+        std::ifstream in(file, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    repo.files["config.json"] = read(golden_model_dir("llama") + "/config.json");
+    repo.files["tokenizer.json"] = read(std::string(TACO_SOURCE_DIR) + "/tests/data/tokenizer/unigram/tokenizer.json");
+    hub.add_repo("acme/tokenizer", repo);
+    const fs::path cache = fresh_cache("tokenizer");
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_CACHE", cache.string()}, {"HF_HUB_OFFLINE", "0"}};
+    CommandResult r =
+        run_taco("serve " + golden_model_dir("llama") + " --tokenizer acme/tokenizer --tokenizer-revision v2 --port -1",
+                 "", env);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("downloaded tokenizer.json"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--port -1 is out of range"), std::string::npos) << r.err;  // past the engine's start
+    std::ifstream ref(cache / "models--acme--tokenizer" / "refs" / "v2");
+    std::string commit;
+    ref >> commit;
+    EXPECT_EQ(commit, repo.commit);
+    fs::remove_all(cache);
+}
+
 }  // namespace
 }  // namespace taco::testing_util
