@@ -19,12 +19,16 @@ for name in llama3 llama3_2 qwen2_5 qwen3 mistral_nemo gemma2 gpt2 llama2 deepse
   rm -rf "$tmp"
 done
 
-# The official OpenAI client (and ajv for JSON Schema checks) for tests/server/openai_client_test.mjs; pinned.
+# The official OpenAI client (and ajv with ajv-formats for JSON Schema checks) for tests/server/openai_*_test.mjs and
+# json_schema_suite_test.mjs; pinned.
 node_dir=.cache/node
 openai_version=6.30.1
 ajv_version=8.17.1
+ajv_formats_version=3.0.1
 installed() { node -p "require('./$node_dir/node_modules/$1/package.json').version" 2>/dev/null; }
-if [ "$(installed openai)" != "$openai_version" ] || [ "$(installed ajv)" != "$ajv_version" ]; then
+if [ "$(installed openai)" != "$openai_version" ] || [ "$(installed ajv)" != "$ajv_version" ] ||
+   [ "$(installed ajv-formats)" != "$ajv_formats_version" ]; then
   mkdir -p "$node_dir"
-  npm install --prefix "$node_dir" --no-audit --no-fund --silent "openai@$openai_version" "ajv@$ajv_version"
+  npm install --prefix "$node_dir" --no-audit --no-fund --silent "openai@$openai_version" "ajv@$ajv_version" \
+    "ajv-formats@$ajv_formats_version"
 fi

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <tuple>
 
 #include "core/check.h"
 
@@ -174,6 +176,116 @@ Result<Fragment> GrammarBuilder::repeat(Fragment f, int64_t min, std::optional<i
     Fragment tail = empty();
     for (int64_t i = *max - 1; i >= min; --i) tail = optional(seq(parts[size_t(i)], tail));
     return seq(out, tail);
+}
+
+Result<Fragment> GrammarBuilder::json_chars_bounded(Fragment f, int64_t min, std::optional<int64_t> max) {
+    if (min < 0 || (max && *max < min)) return error("length bounds {}..{} are empty", min, max.value_or(-1));
+    // Where a node is in the character being read: 0 at a boundary, 1 after '\', 1 + k with k hex digits of \uXXXX
+    // left (k = 1..4), 5 + k with k UTF-8 continuation bytes left (k = 1..3).
+    constexpr int kEscape = 1, kHex = 1, kUtf8 = 5;
+    const int64_t cap = max ? *max : min;  // counts past `cap` without a max are all alike
+    struct Node {
+        int32_t state;
+        int64_t count;
+        int phase;
+        std::vector<std::pair<ByteSet, int32_t>> byte_edges;  // to node ids
+        std::vector<int32_t> epsilon_edges;
+    };
+    std::vector<Node> nodes;
+    std::map<std::tuple<int32_t, int64_t, int>, int32_t> id_of;
+    bool too_large = false;
+    auto node = [&](int32_t state, int64_t count, int phase) {
+        const auto [it, inserted] = id_of.try_emplace({state, count, phase}, int32_t(nodes.size()));
+        if (inserted) {
+            if (int64_t(nodes.size()) + int64_t(grammar_.states.size()) >= kMaxStates) too_large = true;
+            nodes.push_back({state, count, phase, {}, {}});
+        }
+        return it->second;
+    };
+    // The byte classes that move a node at `phase` alike: (bytes, characters started, next phase).
+    auto classes = [&](int phase) {
+        std::vector<std::tuple<ByteSet, int, int>> out;
+        ByteSet all = ByteSet::range(0, 255);
+        if (phase == 0) {
+            ByteSet rest = ByteSet::range(0, 0x7f);
+            rest.words[1] &= ~(uint64_t(1) << ('\\' - 64));
+            rest |= ByteSet::range(0x80, 0xbf);  // a stray continuation byte: never written by f, counted alike
+            rest |= ByteSet::range(0xf8, 0xff);
+            out.push_back({ByteSet::of('\\'), 1, kEscape});
+            out.push_back({ByteSet::range(0xc0, 0xdf), 1, kUtf8 + 1});
+            out.push_back({ByteSet::range(0xe0, 0xef), 1, kUtf8 + 2});
+            out.push_back({ByteSet::range(0xf0, 0xf7), 1, kUtf8 + 3});
+            out.push_back({rest, 1, 0});
+        } else if (phase == kEscape) {
+            ByteSet rest = all;
+            rest.words[1] &= ~(uint64_t(1) << ('u' - 64));
+            out.push_back({ByteSet::of('u'), 0, kHex + 4});
+            out.push_back({rest, 0, 0});
+        } else if (phase > kHex && phase <= kHex + 4) {
+            out.push_back({all, 0, phase == kHex + 1 ? 0 : phase - 1});
+        } else {
+            out.push_back({all, 0, phase == kUtf8 + 1 ? 0 : phase - 1});
+        }
+        return out;
+    };
+    node(f.start, 0, 0);
+    for (size_t i = 0; i < nodes.size() && !too_large; ++i) {
+        const GrammarState& s = grammar_.states[size_t(nodes[i].state)];
+        if (!s.call_edges.empty()) return error("a length bound over a text that calls a rule");
+        const int64_t count = nodes[i].count;
+        const int phase = nodes[i].phase;
+        for (int32_t t : s.epsilon_edges) {
+            const int32_t to = node(t, count, phase);
+            nodes[i].epsilon_edges.push_back(to);
+        }
+        for (const ByteEdge& e : s.byte_edges)
+            for (const auto& [set, started, next] : classes(phase)) {
+                ByteSet bytes = e.bytes;
+                for (int w = 0; w < 4; ++w) bytes.words[size_t(w)] &= set.words[size_t(w)];
+                if (bytes.empty() || (max && count + started > *max)) continue;
+                const int32_t to = node(e.target, std::min(count + started, cap), next);
+                nodes[i].byte_edges.push_back({bytes, to});
+            }
+    }
+    if (too_large) return error("a length bound makes the grammar grow past {} states", kMaxStates);
+    // Keep the nodes from which a final one (f's end, a whole character, enough of them) can be reached.
+    std::vector<std::vector<int32_t>> into(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        for (const auto& e : nodes[i].byte_edges) into[size_t(e.second)].push_back(int32_t(i));
+        for (int32_t t : nodes[i].epsilon_edges) into[size_t(t)].push_back(int32_t(i));
+    }
+    auto is_final = [&](const Node& n) { return n.state == f.end && n.phase == 0 && n.count >= min; };
+    std::vector<bool> live(nodes.size(), false);
+    std::vector<int32_t> todo;
+    for (size_t i = 0; i < nodes.size(); ++i)
+        if (is_final(nodes[i])) {
+            live[i] = true;
+            todo.push_back(int32_t(i));
+        }
+    while (!todo.empty()) {
+        const int32_t n = todo.back();
+        todo.pop_back();
+        for (int32_t from : into[size_t(n)])
+            if (!live[size_t(from)]) {
+                live[size_t(from)] = true;
+                todo.push_back(from);
+            }
+    }
+    std::vector<int32_t> state_of(nodes.size(), -1);
+    for (size_t i = 0; i < nodes.size(); ++i)
+        if (live[i] || i == 0) state_of[i] = new_state();
+    const int32_t end = new_state();
+    if (too_large_) return error("the grammar grows past {} states", kMaxStates);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        if (state_of[i] < 0) continue;
+        GrammarState& s = grammar_.states[size_t(state_of[i])];
+        for (const auto& [bytes, to] : nodes[i].byte_edges)
+            if (live[size_t(to)]) s.byte_edges.push_back({bytes, state_of[size_t(to)]});
+        for (int32_t to : nodes[i].epsilon_edges)
+            if (live[size_t(to)]) s.epsilon_edges.push_back(state_of[size_t(to)]);
+        if (live[i] && is_final(nodes[i])) s.epsilon_edges.push_back(end);
+    }
+    return Fragment{state_of[0], end};
 }
 
 namespace {

@@ -81,6 +81,11 @@ public:
     Fragment optional(Fragment f);
     // f repeated min..max times (max absent: unbounded). Errors when max < min or the automaton grows too large.
     Result<Fragment> repeat(Fragment f, int64_t min, std::optional<int64_t> max);
+    // f (bytes and epsilons only, no calls) restricted to the texts of min..max characters (max absent: no upper
+    // bound), where f spells the inside of a JSON string: a character is one UTF-8 sequence or one escape (\n,
+    // \u00e9). The product of f with a character counter, without the states that cannot reach the end; a pattern or
+    // format with minLength / maxLength. Errors when the product grows too large.
+    Result<Fragment> json_chars_bounded(Fragment f, int64_t min, std::optional<int64_t> max);
     // Any text in which the ASCII `tag` never occurs (it may end with a part of it): a KMP automaton over ASCII
     // bytes, each state also taking one non-ASCII character of `non_ascii()` (a fresh fragment per call, e.g. the
     // UTF-8 of [^\x00-\x7F]). A tool-call format's free text before its calls. Not for use inside repeat().

@@ -13,7 +13,8 @@ std::string same_length(const std::string& x, const std::string& y) {
     const size_t n = x.size();
     if (n == 0) return "";
     if (n == 1) return x[0] == y[0] ? std::string(1, x[0]) : fmt::format("[{}-{}]", x[0], y[0]);
-    if (x[0] == y[0]) return x[0] + same_length(x.substr(1), y.substr(1));
+    // Grouped: the rest may be alternatives, and the shared digit leads each of them.
+    if (x[0] == y[0]) return fmt::format("{}({})", x[0], same_length(x.substr(1), y.substr(1)));
     const std::string x_rest = x.substr(1), y_rest = y.substr(1);
     const std::string zeros(n - 1, '0'), nines(n - 1, '9');
     const std::string any = fmt::format("[0-9]{{{}}}", n - 1);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/json_util.h"
 #include "structured/regex_compiler.h"
@@ -49,6 +50,116 @@ const std::map<std::string, std::string>& formats() {
         };
     }();
     return kFormats;
+}
+
+// The digits after the point of |x| (shortest round trip): 2.675 -> "675", 1e-05 -> "00001", 3 -> "".
+std::string fraction_digits(double x) {
+    const std::string text = fmt::format("{}", std::abs(x));
+    std::string mantissa = text;
+    int exponent = 0;
+    if (const size_t e = text.find('e'); e != std::string::npos) {
+        mantissa = text.substr(0, e);
+        exponent = std::stoi(text.substr(e + 1));
+    }
+    const size_t point = mantissa.find('.');
+    std::string digits = mantissa, fraction;
+    int int_digits = int(mantissa.size());
+    if (point != std::string::npos) {
+        digits = mantissa.substr(0, point) + mantissa.substr(point + 1);
+        int_digits = int(point);
+    }
+    int_digits += exponent;
+    if (int_digits < 0) {
+        fraction = std::string(size_t(-int_digits), '0') + digits;
+    } else if (size_t(int_digits) < digits.size()) {
+        fraction = digits.substr(size_t(int_digits));
+    }
+    while (!fraction.empty() && fraction.back() == '0') fraction.pop_back();
+    return fraction;
+}
+
+bool all_zeros(std::string_view digits) { return digits.find_first_not_of('0') == std::string_view::npos; }
+
+std::string digit_class(char from, char to) {
+    return from == to ? std::string(1, from) : fmt::format("[{}-{}]", from, to);
+}
+
+// Regexes of digit strings F (at least one digit when `need_digit`) by the value of 0.F against 0.S (S: digits):
+// at least (more than, `strict`) 0.S; at most (less than) 0.S; between 0.A and 0.B. nullopt: no string.
+std::optional<std::string> fraction_at_least(std::string_view s, bool strict, bool need_digit) {
+    if (all_zeros(s)) return strict ? "[0-9]*[1-9][0-9]*" : need_digit ? "[0-9]+" : "[0-9]*";
+    std::string out = "(";
+    const auto rest = fraction_at_least(s.substr(1), strict, false);
+    if (rest) out += fmt::format("{}({})", s[0], *rest);
+    if (s[0] < '9') out += fmt::format("{}{}[0-9]*", rest ? "|" : "", digit_class(char(s[0] + 1), '9'));
+    if (out == "(") return std::nullopt;
+    return out + ")";
+}
+
+std::optional<std::string> fraction_at_most(std::string_view s, bool strict, bool need_digit) {
+    if (all_zeros(s)) {
+        if (strict) return std::nullopt;
+        return need_digit ? "0+" : "0*";
+    }
+    std::vector<std::string> alts;
+    if (auto rest = fraction_at_most(s.substr(1), strict, false)) alts.push_back(fmt::format("{}({})", s[0], *rest));
+    if (s[0] > '0') alts.push_back(digit_class('0', char(s[0] - 1)) + "[0-9]*");
+    if (!need_digit) alts.push_back("");
+    if (alts.empty()) return std::nullopt;
+    return "(" + fmt::format("{}", fmt::join(alts, "|")) + ")";
+}
+
+std::optional<std::string> fraction_between(std::string a, std::string b, bool a_strict, bool b_strict,
+                                            bool need_digit) {
+    if (all_zeros(a) && !a_strict) return fraction_at_most(b, b_strict, need_digit);
+    const size_t n = std::max(a.size(), b.size());
+    a.resize(n, '0');
+    b.resize(n, '0');
+    if (n == 0) return std::nullopt;  // 0.A = 0.B = 0, and A is strict
+    if (a[0] == b[0]) {
+        auto rest = fraction_between(a.substr(1), b.substr(1), a_strict, b_strict, false);
+        if (!rest) return std::nullopt;
+        return fmt::format("{}({})", a[0], *rest);
+    }
+    std::vector<std::string> alts;
+    if (auto low = fraction_at_least(std::string_view(a).substr(1), a_strict, false))
+        alts.push_back(fmt::format("{}({})", a[0], *low));
+    if (b[0] - a[0] > 1) alts.push_back(digit_class(char(a[0] + 1), char(b[0] - 1)) + "[0-9]*");
+    if (auto high = fraction_at_most(std::string_view(b).substr(1), b_strict, false))
+        alts.push_back(fmt::format("{}({})", b[0], *high));
+    if (alts.empty()) return std::nullopt;
+    return "(" + fmt::format("{}", fmt::join(alts, "|")) + ")";
+}
+
+// Appends to `parts` the regexes of the numbers sign I.F (a point and digits) whose magnitude lies between lo and hi
+// (>= 0; strict where said; hi absent: unbounded), exactly: the unit intervals at the ends compare the digits.
+void fraction_numbers(const char* sign, double lo, bool lo_strict, std::optional<double> hi, bool hi_strict,
+                      std::vector<std::string>& parts) {
+    if (hi && (*hi < lo || (*hi == lo && (lo_strict || hi_strict)))) return;
+    const int64_t i_lo = int64_t(std::floor(lo));
+    const std::optional<int64_t> i_hi = hi ? std::optional<int64_t>(int64_t(std::floor(*hi))) : std::nullopt;
+    if (i_hi && *i_hi < i_lo) return;
+    const std::string f_lo = fraction_digits(lo), f_hi = hi ? fraction_digits(*hi) : "";
+    const auto first = i_hi && *i_hi == i_lo ? fraction_between(f_lo, f_hi, lo_strict, hi_strict, true)
+                                             : fraction_at_least(f_lo, lo_strict, true);
+    if (first) parts.push_back(fmt::format("{}{}\\.{}", sign, i_lo, *first));
+    if (!i_hi || *i_hi - 1 >= i_lo + 1)
+        parts.push_back(
+            fmt::format("{}({})\\.[0-9]+", sign,
+                        integer_range_regex(i_lo + 1, i_hi ? std::optional<int64_t>(*i_hi - 1) : std::nullopt)));
+    if (i_hi && *i_hi > i_lo)
+        if (auto last = fraction_at_most(f_hi, hi_strict, true))
+            parts.push_back(fmt::format("{}{}\\.{}", sign, *i_hi, *last));
+}
+
+// Numeric keywords of which two values in allOf branches combine into the tighter one.
+const std::set<std::string>& lower_bounds() {
+    static const std::set<std::string> kLower = {"minimum", "exclusiveMinimum", "minLength", "minItems"};
+    return kLower;
+}
+const std::set<std::string>& upper_bounds() {
+    static const std::set<std::string> kUpper = {"maximum", "exclusiveMaximum", "maxLength", "maxItems"};
+    return kUpper;
 }
 
 const std::set<std::string>& annotations() {
@@ -388,6 +499,10 @@ private:
                         both.push_back("integer");
                 if (both.empty()) return fail(path, "allOf: the branches' types do not intersect");
                 a[k] = both.size() == 1 ? both[0] : both;
+            } else if (a[k].is_number() && v.is_number() && lower_bounds().count(k)) {
+                if (v.get<double>() > a[k].get<double>()) a[k] = v;  // both hold: the tighter one
+            } else if (a[k].is_number() && v.is_number() && upper_bounds().count(k)) {
+                if (v.get<double>() < a[k].get<double>()) a[k] = v;
             } else if (a[k] != v) {
                 return fail(path, fmt::format("allOf: two different '{}' cannot be combined", k));
             }
@@ -647,8 +762,7 @@ private:
         if (!max_len) return max_len.status();
         const bool lengths = min_len->has_value() || max_len->has_value();
         const bool pattern = schema.contains("pattern"), format = schema.contains("format");
-        if (int(lengths) + int(pattern) + int(format) > 1)
-            return fail(path, "combining two of minLength/maxLength, 'pattern' and 'format' is not supported");
+        if (pattern && format) return fail(path, "combining 'pattern' and 'format' is not supported");
         Fragment inner = b_.empty();
         if (pattern || format) {
             std::string regex;
@@ -669,6 +783,11 @@ private:
             auto f = compile_regex(regex, b_, options);
             if (!f) return fail(path, f.status().message());
             inner = *f;
+            if (lengths) {
+                auto bounded = b_.json_chars_bounded(inner, min_len->value_or(0), *max_len);
+                if (!bounded) return fail(path, bounded.status().message());
+                inner = *bounded;
+            }
         } else {
             // The characters inline, not a rule of their own: a token spanning several characters then stays inside
             // this rule, so its class is known without the stack (CompiledGrammar's accepted set).
@@ -727,16 +846,16 @@ private:
             if (!ints.empty()) parts.push_back(ints);
         }
         if (!integer) {
-            // Fractions I.F strictly between two integers that both lie in the range: I.F in (I, I + 1) for I >= 0,
-            // -I.F in (-(I + 1), -I); such a number is inside the bounds whatever its digits.
-            std::optional<int64_t> a_lo = int64_t(0), a_hi, n_lo = int64_t(0), n_hi;
-            if (lo) a_lo = std::max<int64_t>(0, int64_t(std::ceil(*lo)));
-            if (hi) a_hi = int64_t(std::floor(*hi)) - 1;
-            if (hi) n_lo = std::max<int64_t>(0, int64_t(std::ceil(-*hi)));
-            if (lo) n_hi = int64_t(std::floor(-*lo)) - 1;
-            if (!a_hi || *a_lo <= *a_hi) parts.push_back(fmt::format("({})\\.[0-9]+", integer_range_regex(a_lo, a_hi)));
-            if (!n_hi || *n_lo <= *n_hi)
-                parts.push_back(fmt::format("-({})\\.[0-9]+", integer_range_regex(n_lo, n_hi)));
+            // Numbers with a fraction, I.F >= 0 and -I.F < 0, by their magnitude's range.
+            if (!hi || *hi >= 0) {
+                const bool above_zero = lo && *lo >= 0;
+                fraction_numbers("", above_zero ? *lo : 0.0, above_zero && lo_excl, hi, hi_excl, parts);
+            }
+            if (!lo || *lo < 0) {
+                const bool below_zero = hi && *hi < 0;
+                fraction_numbers("-", below_zero ? -*hi : 0.0, !below_zero || hi_excl,
+                                 lo ? std::optional<double>(-*lo) : std::nullopt, lo_excl, parts);
+            }
         }
         if (parts.empty()) return fail(path, "no number satisfies the bounds");
         std::string regex;

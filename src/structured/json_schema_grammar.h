@@ -3,9 +3,12 @@
 // Covered: type (one or a list), properties / required / additionalProperties (false, absent, true or a schema),
 // enum / const, anyOf / oneOf / allOf, items / prefixItems / minItems / maxItems, minLength / maxLength, pattern
 // (ECMAScript regex, unanchored as JSON Schema reads it), format (date, time, date-time, uuid, email, ipv4),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers and numbers, $ref into the same document
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers and numbers (fractional bounds exactly: the
+// digits of the end units are compared), $ref into the same document
 // ($defs, definitions, any JSON pointer; recursion allowed). Annotations (title, description, default, ...) are
-// ignored. Any other keyword is an error naming it, so nothing is silently dropped.
+// ignored. Any other keyword is an error naming it, so nothing is silently dropped. minLength / maxLength combine
+// with a pattern or a format (GrammarBuilder::json_chars_bounded); a pattern with a format is an error. Numeric and
+// length bounds in several allOf branches combine into the tightest.
 //
 // Where the output is a subset: properties come in the schema's key order and optional ones may be left out;
 // additional properties are generated only for objects without "properties" (a map); numbers with bounds have

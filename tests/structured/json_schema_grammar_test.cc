@@ -41,6 +41,21 @@ TEST(IntegerRangeRegex, MatchesExactlyTheRange) {
     }
 }
 
+// Ranges whose ends share leading digits (the suite's Unix times in [1700000000, 1800000000], ports in
+// [30000, 32767]): the shared digit applies to every alternative after it, so no shorter number slips in.
+TEST(IntegerRangeRegex, SharedLeadingDigitsBindEveryAlternative) {
+    const std::pair<int64_t, int64_t> ranges[] = {
+        {1700000000, 1800000000}, {30000, 32767}, {1050, 1130}, {-1130, -1050}};
+    for (const auto& [lo, hi] : ranges) {
+        auto g = testing::regex_grammar(integer_range_regex(lo, hi));
+        ASSERT_TRUE(g.is_ok()) << g.status().message();
+        for (int64_t v : {lo, hi, lo + 1, hi - 1, (lo + hi) / 2}) EXPECT_TRUE(matches(*g, std::to_string(v))) << v;
+        for (int64_t v : {lo - 1, hi + 1, lo / 10, hi / 10, lo % 100000000, int64_t(800000000), int64_t(2351)})
+            if (v < lo || v > hi)
+                EXPECT_FALSE(matches(*g, std::to_string(v))) << v << ": " << integer_range_regex(lo, hi);
+    }
+}
+
 TEST(JsonSchemaGrammar, ObjectsHonourRequiredOptionalAndAdditionalProperties) {
     const Grammar g = schema_grammar(R"({"type": "object", "properties": {"a": {"type": "integer"},
         "b": {"type": "string"}, "c": {"type": "boolean"}}, "required": ["b"], "additionalProperties": false})");
@@ -150,11 +165,39 @@ TEST(JsonSchemaGrammar, StringsHonourLengthPatternAndFormats) {
     EXPECT_TRUE(matches(uuid, R"("123e4567-e89b-12d3-a456-426614174000")"));
 }
 
+// A pattern or format with minLength / maxLength (the schema suite's "username", "sku"): both hold, characters counted
+// as code points with an escape as one.
+TEST(JsonSchemaGrammar, StringsHonourLengthTogetherWithPatternOrFormat) {
+    const Grammar user = schema_grammar(R"({"type": "string", "minLength": 3, "maxLength": 5, "pattern": "^[a-z]+$"})");
+    EXPECT_FALSE(matches(user, R"("ab")"));
+    EXPECT_TRUE(matches(user, R"("abc")"));
+    EXPECT_TRUE(matches(user, R"("abcde")"));
+    EXPECT_FALSE(matches(user, R"("abcdef")"));
+    EXPECT_FALSE(matches(user, R"("abC")"));
+    const Grammar any = schema_grammar(R"({"type": "string", "maxLength": 2, "pattern": "x"})");  // unanchored
+    EXPECT_TRUE(matches(any, R"("x")"));
+    EXPECT_TRUE(matches(any, "\"\xC3\xA9x\""));  // é then x: two characters
+    EXPECT_TRUE(matches(any, R"("\nx")"));       // an escape is one character
+    EXPECT_TRUE(matches(any, R"("x\u001f")"));   // a control character, written as its escape
+    EXPECT_FALSE(matches(any, R"("xyz")"));
+    EXPECT_FALSE(matches(any, R"("ab")"));
+    const Grammar exact =
+        schema_grammar(R"({"type": "string", "minLength": 4, "maxLength": 4, "pattern": "^[0-9]+$"})");
+    EXPECT_TRUE(matches(exact, R"("1234")"));
+    EXPECT_FALSE(matches(exact, R"("123")"));
+    const Grammar date = schema_grammar(R"({"type": "string", "format": "date", "maxLength": 10})");
+    EXPECT_TRUE(matches(date, R"("2024-12-31")"));
+    // Bounds the format cannot meet leave no string at all: an error, not a grammar that stalls.
+    EXPECT_FALSE(json_schema_grammar(ojson::parse(R"({"type": "string", "format": "uuid", "maxLength": 10})")).is_ok());
+    auto both = json_schema_grammar(ojson::parse(R"({"type": "string", "format": "date", "pattern": "^2"})"));
+    ASSERT_FALSE(both.is_ok());
+    EXPECT_NE(both.status().message().find("'pattern' and 'format'"), std::string::npos) << both.status().message();
+}
+
 TEST(JsonSchemaGrammar, NumbersHonourBounds) {
     const Grammar g = schema_grammar(R"({"type": "number", "minimum": -1.5, "exclusiveMaximum": 3})");
     for (const char* in : {"-1", "-0.25", "0", "2.999", "2"}) EXPECT_TRUE(matches(g, in)) << in;
-    // A subset: fractions only between two integers inside the bounds (-1.5 itself is valid but not produced).
-    EXPECT_FALSE(matches(g, "-1.5"));
+    EXPECT_TRUE(matches(g, "-1.5"));  // fractional bounds are exact (NumbersWithFractionalBoundsAreExact)
     for (const char* out : {"-2", "3", "3.5", "-1.6", "10"}) EXPECT_FALSE(matches(g, out)) << out;
     const Grammar i = schema_grammar(R"({"type": "integer", "exclusiveMinimum": 0, "maximum": 10})");
     EXPECT_FALSE(matches(i, "0"));
@@ -162,6 +205,43 @@ TEST(JsonSchemaGrammar, NumbersHonourBounds) {
     EXPECT_TRUE(matches(i, "10"));
     EXPECT_FALSE(matches(i, "11"));
     EXPECT_FALSE(matches(i, "1.5"));
+}
+
+// Fractional bounds (the suite's rms_norm_eps in (0, 0.001], a pinned 2.5) hold exactly: every decimal with up to
+// three places in [-3, 3] is matched exactly when it lies within the bounds ("-0.x" spellings of zero aside).
+TEST(JsonSchemaGrammar, NumbersWithFractionalBoundsAreExact) {
+    struct Bounds {
+        const char* schema;
+        double lo, hi;
+        bool lo_excl, hi_excl;
+    };
+    const Bounds cases[] = {
+        {R"({"type": "number", "exclusiveMinimum": 0, "maximum": 0.001})", 0, 0.001, true, false},
+        {R"({"type": "number", "minimum": 2.5, "maximum": 2.5})", 2.5, 2.5, false, false},
+        {R"({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1})", 0, 1, true, true},
+        {R"({"type": "number", "minimum": -1.5, "maximum": -0.25})", -1.5, -0.25, false, false},
+        {R"({"type": "number", "exclusiveMinimum": -1, "exclusiveMaximum": 1})", -1, 1, true, true},
+        {R"({"type": "number", "minimum": -2.125, "exclusiveMaximum": 1.75})", -2.125, 1.75, false, true},
+        {R"({"type": "number", "exclusiveMinimum": 0.05, "maximum": 0.3})", 0.05, 0.3, true, false},
+        {R"({"allOf": [{"type": "number", "minimum": -5, "maximum": 5}, {"minimum": 0.5, "exclusiveMaximum": 2}]})",
+         0.5, 2, false, true},
+    };
+    for (const Bounds& b : cases) {
+        auto compiled = std::make_shared<const CompiledGrammar>(schema_grammar(b.schema), testing::byte_vocab(), false);
+        auto matches = [&](const std::string& text) {
+            GrammarMatcher m(compiled, {});
+            return m.accept_bytes(text) && m.can_finish();
+        };
+        for (int v = -3000; v <= 3000; ++v) {
+            const double x = v / 1000.0;
+            const bool in = (b.lo_excl ? x > b.lo : x >= b.lo) && (b.hi_excl ? x < b.hi : x <= b.hi);
+            for (const std::string& text : {fmt::format("{:.3f}", x), fmt::format("{:.1f}", x), fmt::format("{}", x)}) {
+                if (text.rfind("-0", 0) == 0 && std::stod(text) == 0) continue;
+                if (std::stod(text) != x) continue;  // rounded by the format
+                EXPECT_EQ(matches(text), in) << b.schema << " " << text;
+            }
+        }
+    }
 }
 
 TEST(JsonSchemaGrammar, OneOfWithDisjointBranchesIsAccepted) {
