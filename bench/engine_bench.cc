@@ -2,6 +2,9 @@
 //  - BM_Decode/batch/model: decode tokens/s of `batch` requests running together (target: batch 8 >= 3x batch 1).
 //  - BM_SharedSystemPrompt/prefix_caching: time to first token of requests that share a long system prompt,
 //    with the prefix cache on and off, and the hit rate.
+//  - BM_ConstrainedStep/constrained: step time of 64 demo-model requests decoding together, unconstrained and each
+//    under a json_schema grammar (issue 14 item 5: the step-time overhead of structured output at 64 requests).
+#include <algorithm>
 #include <chrono>
 
 #include <benchmark/benchmark.h>
@@ -72,6 +75,56 @@ void BM_SharedSystemPrompt(benchmark::State& state) {
             : 0.0;
 }
 BENCHMARK(BM_SharedSystemPrompt)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(20);
+
+// Each request writes an array of at least 40 order lines (objects of enums, bounded integers, strings with patterns,
+// dates): every step's 64 masks walk a real schema, and no sample can end before max_tokens.
+constexpr const char* kOrderLinesSchema = R"({"type": "array", "minItems": 40, "items": {"type": "object",
+    "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{3,6}$"}, "qty": {"type": "integer",
+    "minimum": 1, "maximum": 99}, "status": {"enum": ["pending", "paid", "shipped"]}, "ship_by": {"type": "string",
+    "format": "date"}, "note": {"type": "string", "maxLength": 12}}, "required": ["sku", "qty", "status", "ship_by"],
+    "additionalProperties": false}})";
+
+void BM_ConstrainedStep(benchmark::State& state) {
+    constexpr int64_t kBatch = 64, kSteps = 64;
+    const bool constrained = state.range(0) != 0;
+    auto engine = engine_for("models/demo", false);
+    std::shared_ptr<const structured::CompiledGrammar> grammar;
+    if (constrained) {
+        structured::StructuredOutputSpec spec;
+        spec.kind = structured::StructuredKind::kJsonSchema;
+        spec.text = kOrderLinesSchema;
+        auto compiled = engine->compile_structured(spec);
+        if (!compiled) std::abort();
+        grammar = *compiled;
+    }
+    int64_t steps = 0, tokens = 0;
+    double seconds = 0;
+    for (auto _ : state) {
+        std::vector<GenerationInput> inputs;
+        for (int64_t i = 0; i < kBatch; ++i) {
+            GenerationInput input;
+            input.prompt_ids = {int32_t(1 + i), 2, 3, 4};
+            input.params.temperature = 1;
+            input.params.seed = i;
+            input.params.max_tokens = kSteps;
+            input.params.ignore_eos = true;
+            input.params.grammar = grammar;
+            inputs.push_back(std::move(input));
+        }
+        const auto start = std::chrono::steady_clock::now();
+        int64_t longest = 0;
+        for (auto& out : engine->generate(std::move(inputs))) {
+            tokens += int64_t(out->samples[0].token_ids.size());
+            longest = std::max(longest, int64_t(out->samples[0].token_ids.size()));
+        }
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        steps += longest;  // the prefill step of all 64 prompts makes each request's first token
+    }
+    state.counters["step_ms"] = 1000.0 * seconds / double(steps);
+    state.counters["tokens_per_s"] = double(tokens) / seconds;
+}
+// Argument: 0 = unconstrained, 1 = every request under kOrderLinesSchema.
+BENCHMARK(BM_ConstrainedStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 }  // namespace
 }  // namespace taco
