@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "structured/token_vocab.h"
 
 namespace taco::structured {
 
@@ -89,6 +90,24 @@ Fragment GrammarBuilder::literal(std::string_view text) {
         at = next;
     }
     return {start, at};
+}
+
+Fragment GrammarBuilder::tag_literal(std::string_view text) {
+    Fragment out = empty();
+    size_t plain = 0;  // start of the text not yet added
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '<' && text[i] != '[') continue;
+        const char close = text[i] == '<' ? '>' : ']';
+        const size_t end = text.find_first_of(" \t\n<[>]", i + 1);
+        if (end == std::string_view::npos || text[end] != close || end == i + 1) continue;
+        const std::string_view tag = text.substr(i, end + 1 - i);
+        out = seq(out, literal(text.substr(plain, i - plain)));
+        const std::string marked = std::string(1, kSpecialTokenMark) + std::string(tag) + kSpecialTokenMark;
+        out = seq(out, alt({literal(tag), literal(marked)}));
+        plain = end + 1;
+        i = end;
+    }
+    return seq(out, literal(text.substr(plain)));
 }
 
 Fragment GrammarBuilder::call(int32_t rule) {

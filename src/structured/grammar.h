@@ -73,6 +73,10 @@ public:
     Fragment empty();
     Fragment bytes(const ByteSet& set);  // one byte of the set
     Fragment literal(std::string_view text);
+    // `text` in which every tag (<tool_call>, </tool_call>, <|python_tag|>, [TOOL_CALLS]: '<' or '[' up to the next
+    // '>' or ']', without spaces) may also be the special token of that text (its kSpecialTokenMark form,
+    // token_vocab.h).
+    Fragment tag_literal(std::string_view text);
     Fragment call(int32_t rule);
     Fragment seq(Fragment a, Fragment b);
     Fragment alt(const std::vector<Fragment>& choices);  // empty list: matches nothing

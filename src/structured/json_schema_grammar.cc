@@ -215,14 +215,14 @@ public:
         auto body = schema_fragment(root_, "#", 0);
         if (!body) return body.status();
         b_.set_body(item, *body);
-        Fragment out = b_.seq(b_.literal(format.begin), b_.call(item));
+        Fragment out = b_.seq(b_.tag_literal(format.begin), b_.call(item));
         if (format.max_items != 1) {
-            auto more = b_.repeat(b_.seq(b_.literal(format.separator), b_.call(item)), 0,
+            auto more = b_.repeat(b_.seq(b_.tag_literal(format.separator), b_.call(item)), 0,
                                   format.max_items ? std::optional<int64_t>(*format.max_items - 1) : std::nullopt);
             if (!more) return more.status();
             out = b_.seq(out, *more);
         }
-        out = b_.seq(out, b_.literal(format.end));
+        out = b_.seq(out, b_.tag_literal(format.end));
         if (format.free_text_without) {
             const std::string& tag = *format.free_text_without;
             if (tag.empty() || format.begin.rfind(tag, 0) != 0)

@@ -85,9 +85,12 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& to
         }
     std::vector<std::optional<std::string>> bytes(static_cast<size_t>(n));
     for (int32_t id = 0; id < n; ++id) {
-        if (tokenizer.is_special(id)) continue;
         const auto token = tokenizer.id_to_token(id);
         if (!token) continue;
+        if (tokenizer.is_special(id)) {
+            if (!token->empty()) bytes[size_t(id)] = kSpecialTokenMark + *token + kSpecialTokenMark;
+            continue;
+        }
         if (sentencepiece) {
             const auto b = byte_fallback(*token);
             bytes[size_t(id)] = b ? std::string(1, char(*b)) : replace_metaspace(*token);
@@ -98,6 +101,10 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& to
         } else {
             bytes[size_t(id)] = replace_metaspace(*token);
         }
+        // An ordinary token with the byte of special tokens' marks (byte-level BPE's byte 0xFF: never valid UTF-8,
+        // so no grammar accepts it anyway) must not spell the marked form of a special token.
+        if (bytes[size_t(id)] && bytes[size_t(id)]->find(kSpecialTokenMark) != std::string::npos)
+            bytes[size_t(id)].reset();
     }
     return std::make_shared<const TokenVocab>(std::move(bytes), vocab_size);
 }

@@ -1,6 +1,7 @@
 // TokenVocab: the bytes each token id stands for, sorted so that a depth-first walk over a byte trie of the
 // vocabulary is a walk over consecutive entries (shared prefixes are advanced once). Token ids at or past the
-// tokenizer's size (padding rows of the logits), special tokens and tokens with no bytes are never matchable.
+// tokenizer's size (padding rows of the logits) and tokens with no bytes are never matchable; special tokens only where
+// a grammar names them (kSpecialTokenMark).
 #pragma once
 
 #include <array>
@@ -16,6 +17,11 @@
 
 namespace taco::structured {
 
+// A special token's bytes in a TokenVocab: its text between two of these. 0xFF never occurs in UTF-8, which is all a
+// grammar accepts, so a special token is matchable only where a grammar asks for it by GrammarBuilder::tag_literal
+// (XGrammar and llguidance likewise keep special tokens out of masks unless the grammar names them).
+inline constexpr char kSpecialTokenMark = '\xFF';
+
 class TokenVocab {
 public:
     // token_bytes[id]: the bytes of token id, or nullopt when it can never be produced by a grammar. vocab_size:
@@ -23,7 +29,7 @@ public:
     TokenVocab(std::vector<std::optional<std::string>> token_bytes, int64_t vocab_size);
 
     // The bytes of every token of `tokenizer` (byte-level BPE, SentencePiece with byte fallback or Metaspace
-    // vocabularies), special tokens excluded.
+    // vocabularies); a special token's bytes are its text between two kSpecialTokenMark.
     static std::shared_ptr<const TokenVocab> from_tokenizer(const Tokenizer& tokenizer, int64_t vocab_size);
 
     int64_t vocab_size() const { return vocab_size_; }
