@@ -33,7 +33,9 @@ http::request<http::string_body> make_request(const std::string& method, const s
     return req;
 }
 
-HttpResult read_response(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
+// One response from a plain or TLS stream.
+template <class Stream>
+HttpResult read_response(Stream& stream, beast::flat_buffer& buffer) {
     http::response_parser<http::string_body> parser;
     parser.body_limit(1ull << 30);
     http::read(stream, buffer, parser);
@@ -146,14 +148,7 @@ HttpResult https_call(int port, const TlsClient& tls, const std::string& method,
     stream.handshake(net::ssl::stream_base::client);
     http::write(stream, make_request(method, target, body, ""));
     beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1ull << 30);
-    http::read(stream, buffer, parser);
-    auto res = parser.release();
-    HttpResult out;
-    out.status = int(res.result_int());
-    out.body = res.body();
-    out.content_type = std::string(res[http::field::content_type]);
+    HttpResult out = read_response(stream, buffer);
     beast::error_code ignored;
     stream.shutdown(ignored);  // the server may close first: either way the exchange is over
     return out;
