@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     float* p_s = total_s + kWarps * (kDimBlocks * 4) * 32;  // cooperative: P [16][kKeys]
     float* max_s = p_s + 16 * kKeys;                        // cooperative: [kWarps][16] row maxima
     __shared__ RowInfo rows[kRows];
-    __shared__ int64_t key_offset[2][kKeys];  // the tile's and the next tile's (alternating)
+    __shared__ int64_t key_offset[kKeys];
     // The sequences of the CTA's rows in increasing order, each with the keys its rows see [begin, end).
     __shared__ int seq_ids[kRows], seq_key_begin[kRows], seq_key_end[kRows];
     __shared__ int num_seqs_here;
@@ -148,57 +148,6 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
     T* out = static_cast<T*>(p.out);
     float* my_total = total_s + warp * (kDimBlocks * 4) * 32 + lane;  // element i at my_total[32 i]
 
-    // The walk: the sequences in order, each one's partitions z of this CTA (a stride of gridDim.z when split), the
-    // tiles of each. K and V of a tile are staged by cp.async in their own buffers, each asked for as soon as every
-    // warp is done with the previous tile's (K after the scores, V after P V), so that the copies run under the
-    // arithmetic; a tile's key offsets are computed one tile ahead.
-    const int z_step_all = split ? int(gridDim.z) : 1;
-    const auto z_lo_of = [&](int si) {
-        int z_lo = seq_key_begin[si] / kPartitionKeys, step = 1;
-        if (split) z_lo = first_partition_of_cta(z_lo, step);
-        return z_lo;
-    };
-    const auto z_hi_of = [&](int si) { return (seq_key_end[si] - 1) / kPartitionKeys; };
-    const auto keys_end_of = [&](int si, int zz) { return min(seq_key_end[si], (zz + 1) * kPartitionKeys); };
-    // The first tile of partition zz of sequence si or, past that sequence's last partition, of the next sequence
-    // with a partition for this CTA (si == num_seqs_here: the walk is over).
-    const auto first_tile_from = [&](int si, int zz, int& out_si, int& out_z, int& out_tile) {
-        while (si < num_seqs_here && zz > z_hi_of(si)) {
-            ++si;
-            if (si < num_seqs_here) zz = z_lo_of(si);
-        }
-        out_si = si;
-        out_z = zz;
-        out_tile = si < num_seqs_here ? max(seq_key_begin[si], zz * kPartitionKeys) / kKeys * kKeys : 0;
-    };
-    const auto stage_offsets = [&](int si, int zz, int at, int buf) {
-        if (int(threadIdx.x) < kKeys) {
-            key_offset[buf][threadIdx.x] = si < num_seqs_here
-                                               ? key_row_offset(p, p.block_tables + int64_t(seq_ids[si]) * p.max_blocks,
-                                                                at + int(threadIdx.x), keys_end_of(si, zz), kv_head, D)
-                                               : kNoKey;
-        }
-    };
-    // A tile's K or V rows (offsets key_offset[buf]; zeros for a row without a key) as one cp.async group.
-    const auto stage_rows = [&](T* dst, const T* cache, int buf) {
-        for (int e = int(threadIdx.x); e < kKeys * kVecs; e += int(blockDim.x)) {
-            const int i = e / kVecs, c = e % kVecs * 8;
-            const int64_t offset = key_offset[buf][i];
-            const bool valid = offset >= 0;
-            cp_async_16(smem_addr(dst + i * S + c), cache + (valid ? offset + c : 0), valid);
-        }
-        cp_async_commit();
-    };
-    int buf = 0;
-    {
-        int si0 = 0, z0 = 0, tile0 = 0;
-        if (num_seqs_here > 0) first_tile_from(0, z_lo_of(0), si0, z0, tile0);
-        stage_offsets(si0, z0, tile0, 0);
-        __syncthreads();
-        stage_rows(k_s, k_cache, 0);
-        stage_rows(v_s, v_cache, 0);
-    }
-
     for (int seq_index = 0; seq_index < num_seqs_here; ++seq_index) {
         const int seq = seq_ids[seq_index], key_begin = seq_key_begin[seq_index], key_end = seq_key_end[seq_index];
         const bool mine[2] = {row[0].state == kRowOk && row[0].seq == seq, row[1].state == kRowOk && row[1].seq == seq};
@@ -206,6 +155,7 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
         int z_lo = key_begin / kPartitionKeys, z_step = 1;
         const int z_hi = (key_end - 1) / kPartitionKeys;
         if (split) z_lo = first_partition_of_cta(z_lo, z_step);
+        const int32_t* table = p.block_tables + int64_t(seq) * p.max_blocks;
 
         float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
         bool poisoned[2] = {false, false};
@@ -222,15 +172,21 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
             const int keys_begin = max(key_begin, z * kPartitionKeys);
             const int keys_end = min(key_end, (z + 1) * kPartitionKeys);
             for (int tile = keys_begin / kKeys * kKeys; tile < keys_end; tile += kKeys) {
-                int next_si = seq_index, next_z = z, next_tile = tile + kKeys;
-                if (next_tile >= keys_end) first_tile_from(seq_index, z + z_step_all, next_si, next_z, next_tile);
-                const bool has_next = next_si < num_seqs_here;
-                stage_offsets(next_si, next_z, next_tile, buf ^ 1);
-                cp_async_wait<1>();  // this tile's K (its V may still be in flight)
-                __syncthreads();     // K, and the next tile's offsets
-                const int64_t* offsets = key_offset[buf];
-                float s[kKeyBlocks][4];
-                if (warp_active && coop) {  // CTA-uniform when cooperating
+                __syncthreads();  // every warp is done with the previous tile
+                if (int(threadIdx.x) < kKeys)
+                    key_offset[threadIdx.x] = key_row_offset(p, table, tile + int(threadIdx.x), keys_end, kv_head, D);
+                __syncthreads();
+                for (int e = int(threadIdx.x); e < kKeys * kVecs; e += int(blockDim.x)) {
+                    const int i = e / kVecs, c = e % kVecs * 8;
+                    const int64_t offset = key_offset[i];
+                    const bool valid = offset >= 0;
+                    cp_async_16(smem_addr(k_s + i * S + c), k_cache + (valid ? offset + c : 0), valid);
+                    cp_async_16(smem_addr(v_s + i * S + c), v_cache + (valid ? offset + c : 0), valid);
+                }
+                cp_async_wait_all();
+                __syncthreads();
+                if (!warp_active) continue;  // warp-uniform (CTA-uniform when cooperating)
+                if (coop) {
                     // S for this warp's key blocks.
                     float sc[kNbPerWarp][4];
 #pragma unroll
@@ -257,7 +213,7 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
 #pragma unroll
                             for (int e = 0; e < 2; ++e) {
                                 const int jt = nb * 8 + 2 * t + e, j = tile + jt;
-                                if (mine[rr] && j >= row[rr].first && j <= row[rr].pos && offsets[jt] == kBadBlock)
+                                if (mine[rr] && j >= row[rr].first && j <= row[rr].pos && key_offset[jt] == kBadBlock)
                                     bad[rr] = true;
                             }
                         }
@@ -300,24 +256,6 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                         o[i][2] = __fmul_rn(o[i][2], alpha[1]);
                         o[i][3] = __fmul_rn(o[i][3], alpha[1]);
                     }
-                } else if (warp_active) {
-                    // The tile's keys whose block id is outside the cache, a bit each.
-                    const uint64_t tile_bad =
-                        uint64_t(__ballot_sync(kFullWarp, offsets[lane] == kBadBlock)) |
-                        uint64_t(__ballot_sync(kFullWarp, kKeys > 32 && offsets[(lane + 32) % kKeys] == kBadBlock))
-                            << 32;
-                    tile_scores<T, D, true, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, tile_bad, s, m,
-                                                          l, o, bad);
-                }
-                __syncthreads();  // every warp is done with K
-                if (has_next) {
-                    stage_rows(k_s, k_cache, buf ^ 1);
-                } else {
-                    cp_async_commit();  // an empty group: the waits count the same
-                }
-                cp_async_wait<1>();  // this tile's V (the next K may still be in flight)
-                __syncthreads();
-                if (warp_active && coop) {
 #pragma unroll
                     for (int kk = 0; kk < kKeys / 16; ++kk) {
                         const float* p0 = p_s + g * kKeys + kk * 16 + 2 * t;  // row g; row g + 8 at + 8 kKeys
@@ -332,16 +270,18 @@ __global__ void __launch_bounds__(kWarps * 32) paged_attention_mma_kernel(const 
                             mma_m16n8k16<T>(o[i], a, b0, b1);
                         }
                     }
-                } else if (warp_active) {
-                    tile_accumulate<T, D>(v_s, lane, s, o);
+                    continue;
                 }
-                __syncthreads();  // every warp is done with V (and P)
-                if (has_next) {
-                    stage_rows(v_s, v_cache, buf ^ 1);
-                } else {
-                    cp_async_commit();
-                }
-                buf ^= 1;
+
+                float s[kKeyBlocks][4];
+                // The tile's keys whose block id is outside the cache, a bit each.
+                const uint64_t tile_bad =
+                    uint64_t(__ballot_sync(kFullWarp, key_offset[lane] == kBadBlock)) |
+                    uint64_t(__ballot_sync(kFullWarp, kKeys > 32 && key_offset[(lane + 32) % kKeys] == kBadBlock))
+                        << 32;
+                tile_scores<T, D, true, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, tile_bad, s, m, l,
+                                                      o, bad);
+                tile_accumulate<T, D>(v_s, lane, s, o);
             }
             if (!warp_active) continue;
 #pragma unroll
