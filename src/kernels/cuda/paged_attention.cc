@@ -104,13 +104,9 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
                      aligned(q.data) && aligned(out.data) && aligned(k_cache.data) && aligned(v_cache.data);
     // Steps of one query token per sequence (decode) take the decode kernel: one CTA per token and head chunk, so
     // a row's CTA never depends on the other rows (every query length is correct there; longer ones only waste it).
-    // Under kAuto only steps of at least kDecodeKernelMinCtas such CTAs (paged_attention.h).
-    const int64_t decode_ctas =
-        num_tokens * p.num_kv_heads * ((p.group + kDecodeAttentionRowsPerCta - 1) / kDecodeAttentionRowsPerCta);
-    p.decode =
-        p.tensor_cores && batch.max_query_len <= 1 && decode_attention_supports(act, cache, int(head_dim)) &&
-        ((kernel == AttentionKernel::kAuto && decode_ctas >= kDecodeKernelMinCtas && decode_attention_enabled()) ||
-         kernel == AttentionKernel::kDecode || kernel == AttentionKernel::kDecodeOneWarp);
+    p.decode = p.tensor_cores && batch.max_query_len <= 1 && decode_attention_supports(act, cache, int(head_dim)) &&
+               ((kernel == AttentionKernel::kAuto && decode_attention_enabled()) ||
+                kernel == AttentionKernel::kDecode || kernel == AttentionKernel::kDecodeOneWarp);
     p.decode_one_warp = p.decode && (kernel == AttentionKernel::kDecodeOneWarp || !decode_coop_enabled());
     const int rows_per_cta = p.decode         ? kDecodeAttentionRowsPerCta
                              : p.tensor_cores ? kMmaAttentionRowsPerCta

@@ -35,25 +35,23 @@ enum class SplitKv {
 // partitions of max_seq_len keys] states of head_dim + 2 floats, at most kMaxAttentionScratchBytes. Monotone in every
 // argument, so the dry run at the largest step reserves enough for every step.
 
-// Decode steps of fewer (token, head chunk) CTAs than this run on the general kernel under kAuto: there the decode
-// kernel's one warp per partition is bound by latency, and the general kernel's four warps per tile finish sooner
-// (the 8B shape on an H100, per layer at 1k keys: bs=1 14.7 us general against 19.6 us decode; end to end bs=2 329
-// against 321 tok/s, bs=4 602 against 623, bs=64 4,754 against 5,553; bench/results/h100-2026-12-06). Either kernel
-// gives a row the same bits, so the choice may follow the batch. (Measured with the one-warp build; the cooperative
-// build, four warps per tile as the general kernel, is to be measured against it at small batches.)
-constexpr int64_t kDecodeKernelMinCtas = 32;
+// Under kAuto every decode step the decode kernel supports runs on it. With the one-warp build, steps of fewer than
+// 32 (token, head chunk) CTAs ran faster on the general kernel (latency-bound: bench/results/h100-2026-12-06); the
+// cooperative build is as fast there and much faster on long contexts (the 8B shape on an H100, per layer: bs=1 at
+// 1k keys 16.6 us against the general kernel's 15.9, bs=2 17.9 against 18.4, bs=1 at 32k keys 119 us against 184;
+// bench/results/h100-2026-12-07). Either kernel gives a row the same bits.
 
 enum class AttentionKernel {
-    kAuto,    // the tensor cores where they apply (paged_attention_kernels.h; decode steps of at least
-              // kDecodeKernelMinCtas CTAs on the decode kernel), else the CUDA cores
+    kAuto,    // the tensor cores where they apply (paged_attention_kernels.h; decode steps on the decode kernel), else
+              // the CUDA cores
     kTiled,   // the tensor cores' general kernel for decode steps too (benchmarks and the cross-check of the two)
     kDecode,  // the decode kernel for every decode step it supports (benchmarks and the cross-check of the two)
     kDecodeOneWarp,  // kDecode with its one-warp kernel (the cooperative one's before/after)
     kCudaCores,      // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
 };
 
-// TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps of at least
-// kDecodeKernelMinCtas CTAs on the decode kernel (paged_attention_decode.cu); 0, every decode step on the general
+// TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps on the decode kernel
+// (paged_attention_decode.cu); 0, every decode step on the general
 // tensor-core kernel (the decode kernel's before/after in one run; a row has the same bits either way).
 bool decode_attention_enabled();
 // TACO_CUDA_DECODE_COOP, read once: unset or 1, the decode kernel's cooperative build (4 warps per CTA); 0, its
