@@ -1,13 +1,16 @@
 // Paged attention on the GPU at the Llama-3.1-8B shape (32 query heads, 8 kv heads, head dim 128, bf16, blocks of
 // 16), the tensor-core kernel against the CUDA cores' one (kernels/cuda/paged_attention.h), per layer:
-//   BM_Prefill/kernel/len:          one causal sequence of len tokens from position 0; TFLOP/s counts 4 H D len^2 / 2.
+//   BM_Prefill/kernel/len/capacity: one causal sequence of len tokens from position 0, its block table's width and
+//                                   max_seq_len the capacity (0: len; the engine's are the whole capacity); TFLOP/s
+//                                   counts 4 H D len^2 / 2.
 //   BM_Decode/kernel/batch/context/capacity: batch sequences of one token at position context - 1, max_seq_len the
 //                                   capacity (0: the context); KV_GBps counts the K and V bytes read once (issue 13:
 //                                   >= 80% of the copy bandwidth at 32k context).
-// kernel 0: what ops::paged_attention runs, 1: the CUDA cores, 2: the general tensor-core kernel for decode steps
-// too, 3: the decode kernel for every decode step, 4: its one-warp build for every decode step. Split-KV as the op
-// chooses it,
-// with the op's scratch. Block tables are shuffled, so sequences' blocks are scattered over the cache as in serving.
+// kernel 0: what ops::paged_attention runs, 1: the CUDA cores, 2: the general tensor-core kernel for every step
+// (prefill too: our kernel against cuDNN's), 3: the decode kernel for every decode step, 4: its one-warp build for
+// every decode step, 5: cuDNN's fused attention (cudnn_attention.h; first_call_ms is its first call, the plan's build
+// included; skipped with cuDNN's reason where it cannot run). Split-KV as the op chooses it, with the op's scratch.
+// Block tables are shuffled, so sequences' blocks are scattered over the cache as in serving.
 //   build/cuda/cuda_attention_bench --benchmark_min_time=0.1
 // Without the CUDA backend (or without a usable GPU) every benchmark reports the reason and skips.
 #include <benchmark/benchmark.h>
@@ -16,16 +19,19 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
 #include "cuda_bench_util.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/paged_attention.h"
 
 namespace taco::cuda {
@@ -88,7 +94,14 @@ Problem make_problem(int seqs, int tokens, int context, int capacity = 0) {
     p.query_start = device_i32(query_start, {seqs + 1});
     p.seq_lens = device_i32(seq_lens, {seqs});
     p.positions = device_i32(positions, {t});
-    p.block_tables = device_i32(blocks, {seqs, blocks_per_seq});
+    // Each sequence's row of the block tables is as wide as the capacity's blocks (the engine's are: its
+    // max_blocks_per_seq), the blocks past its context 0.
+    const int width = std::max(blocks_per_seq, (capacity + kBlockSize - 1) / kBlockSize);
+    std::vector<int32_t> tables(size_t(seqs) * size_t(width), 0);
+    for (int s = 0; s < seqs; ++s)
+        std::copy_n(blocks.begin() + ptrdiff_t(s) * blocks_per_seq, blocks_per_seq,
+                    tables.begin() + ptrdiff_t(s) * width);
+    p.block_tables = device_i32(tables, {seqs, width});
     p.batch.query_start = p.query_start.view();
     p.batch.seq_lens = p.seq_lens.view();
     p.batch.positions = p.positions.view();
@@ -110,6 +123,15 @@ void time_attention(benchmark::State& state, Problem& p, AttentionKernel kernel)
         paged_attention_with(p.ctx, p.q.view(), p.k_cache.view(), p.v_cache.view(), p.batch, params, p.partials.view(),
                              SplitKv::kAuto, p.out.view(), kernel);
     };
+    if (kernel == AttentionKernel::kCudnn) {
+        const auto start = std::chrono::steady_clock::now();
+        const std::string why =
+            cudnn_paged_attention(p.ctx, p.q.view(), p.k_cache.view(), p.v_cache.view(), p.batch, params, p.out.view());
+        if (!why.empty()) return state.SkipWithError(why.c_str());
+        cudaStreamSynchronize(stream);
+        state.counters["first_call_ms"] =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
     time_on_gpu(state, stream, 2, 10, [&](int64_t) { call(); });
     if (cudaGetLastError() != cudaSuccess) state.SkipWithError("a CUDA error");
 }
@@ -117,15 +139,15 @@ void time_attention(benchmark::State& state, Problem& p, AttentionKernel kernel)
 // 0: what the op runs, 1: the CUDA cores, 2: the general tensor-core kernel for decode steps too, 3: the decode
 // kernel for every decode step (2 against 3: the decode kernel's before/after).
 AttentionKernel kernel_of(int64_t arg) {
-    constexpr AttentionKernel kKernels[] = {AttentionKernel::kAuto, AttentionKernel::kCudaCores,
-                                            AttentionKernel::kTiled, AttentionKernel::kDecode,
-                                            AttentionKernel::kDecodeOneWarp};
+    constexpr AttentionKernel kKernels[] = {AttentionKernel::kAuto,          AttentionKernel::kCudaCores,
+                                            AttentionKernel::kTiled,         AttentionKernel::kDecode,
+                                            AttentionKernel::kDecodeOneWarp, AttentionKernel::kCudnn};
     return kKernels[arg];
 }
 
 void BM_Prefill(benchmark::State& state) {
     const int len = int(state.range(1));
-    Problem p = make_problem(1, len, len);
+    Problem p = make_problem(1, len, len, int(state.range(2)));
     if (!p.unavailable.empty()) return state.SkipWithError(p.unavailable.c_str());
     time_attention(state, p, kernel_of(state.range(0)));
     const double flops = 4.0 * kHeads * kHeadDim * double(len) * double(len) / 2;
@@ -144,9 +166,10 @@ void BM_Decode(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Prefill)
-    ->ArgNames({"kernel", "len"})
-    ->ArgsProduct({{0, 1}, {1024, 8192}})
-    ->Args({0, 32768})
+    ->ArgNames({"kernel", "len", "capacity"})
+    ->ArgsProduct({{0, 2, 5}, {128, 256, 512, 1024, 8192, 32768}, {0}})
+    ->ArgsProduct({{0, 5}, {1024, 32768}, {131072}})
+    ->Args({1, 1024, 0})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 // capacity 131072: max_seq_len as in a CUDA graph's decode bucket of the 8B model (the split choice sees it).

@@ -12,3 +12,16 @@ preset=$(cat .device/bundle/preset 2>/dev/null || echo cuda)
 build=build/$preset
 mkdir -p "$build" && cp .device/bundle/taco_* "$build/" 2>/dev/null
 cp .device/bundle/*_bench "$build/" 2>/dev/null
+# cuDNN (loaded at run time by cudnn_graph.cc): the toolkit's, else the one PyTorch's wheels bring. Where one is
+# found the cuDNN attention test must run (TACO_REQUIRE_CUDNN=1) rather than skip.
+if ! ls /usr/local/cuda/lib64/libcudnn.so.9 >/dev/null 2>&1; then
+  cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' \
+    2>/dev/null || true)
+  [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/libcudnn.so.9" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_dir"
+else
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64"
+fi
+if ldconfig -p 2>/dev/null | grep -q libcudnn.so.9 || [[ "$LD_LIBRARY_PATH" == *cudnn* ]] ||
+  ls /usr/local/cuda/lib64/libcudnn.so.9 >/dev/null 2>&1; then
+  export TACO_REQUIRE_CUDNN=1
+fi

@@ -8,15 +8,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
 #include "core/workspace.h"
 #include "cuda_test_util.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/ops.h"
 
@@ -216,6 +219,23 @@ void expect_written(const AttentionProblem::Run& run, int row_elements) {
     EXPECT_EQ(padding_changed, 0u);
 }
 
+// The largest error of a real (token, head) row of run's output against `want`, over the row's largest magnitude.
+double worst_row_error(const std::vector<float>& want, const AttentionProblem::Run& r, const Shape& shape) {
+    const std::vector<float> got = floats_of(r.out_dev);
+    const size_t row = size_t(shape.head_dim);
+    double worst = 0;
+    for (size_t begin = 0; begin + row <= size_t(r.batch.query_start.back()) * shape.heads * row; begin += row) {
+        double magnitude = 0, diff = 0;
+        for (size_t i = begin; i < begin + row; ++i) {
+            magnitude = std::max(magnitude, double(std::abs(want[i])));
+            diff = std::max(diff, std::abs(double(got[i]) - double(want[i])));
+            if (std::isnan(got[i])) diff = INFINITY;
+        }
+        worst = std::max(worst, diff / std::max(magnitude, 1e-30));
+    }
+    return worst;
+}
+
 class CudaPagedAttention : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -392,20 +412,7 @@ void CudaPagedAttention::expect_matches_the_cpu(DType dtype, double tolerance, c
             AttentionProblem::Run r = problem.prepare(c.seqs, ids, 1);
             const std::vector<float> want = problem.cpu_output(r, cpu_params);
             run(problem, r, params, split, kernel);
-            const std::vector<float> got = floats_of(r.out_dev);
-            const size_t row = size_t(c.shape.head_dim);
-            double worst = 0;
-            for (size_t begin = 0; begin + row <= size_t(r.batch.query_start.back()) * c.shape.heads * row;
-                 begin += row) {
-                double magnitude = 0, diff = 0;
-                for (size_t i = begin; i < begin + row; ++i) {
-                    magnitude = std::max(magnitude, double(std::abs(want[i])));
-                    diff = std::max(diff, std::abs(double(got[i]) - double(want[i])));
-                    if (std::isnan(got[i])) diff = INFINITY;
-                }
-                worst = std::max(worst, diff / std::max(magnitude, 1e-30));
-            }
-            EXPECT_LT(worst, tolerance) << "split " << int(split);
+            EXPECT_LT(worst_row_error(want, r, c.shape), tolerance) << "split " << int(split);
             expect_written(r, c.shape.heads * c.shape.head_dim);
         }
     }
@@ -423,6 +430,44 @@ TEST_F(CudaPagedAttention, HalfPrecisionMatchesTheCpuBackendOnBothKernels) {
         SCOPED_TRACE(kernel == cuda::AttentionKernel::kAuto ? "tensor cores" : "CUDA cores");
         expect_matches_the_cpu(DType::kBF16, 3e-2, kernel);
         expect_matches_the_cpu(DType::kF16, 4e-3, kernel);
+    }
+}
+
+// cuDNN's fused attention (cudnn_attention.h) for prefill steps: within the same bounds of the CPU backend as our
+// tensor-core kernel, on chunks from position 0, chunks over a cached prefix (bottom-right causal), a decode row
+// beside them, GQA groups of 4 and of 1, and padding rows left alone. Skipped where cuDNN is not loadable, unless
+// TACO_REQUIRE_CUDNN=1 (the device round trip sets it where it finds cuDNN).
+TEST_F(CudaPagedAttention, CudnnAttentionMatchesTheCpuBackend) {
+    if (const std::string why = cuda::cudnn_attention_unavailable(); !why.empty()) {
+        const char* require = std::getenv("TACO_REQUIRE_CUDNN");
+        if (require == nullptr || std::string(require) != "1") GTEST_SKIP() << why;
+        FAIL() << why;
+    }
+    struct Case {
+        Shape shape;
+        Seqs seqs;
+    };
+    const std::vector<Case> cases = {
+        {{32, 8, 128, 16}, {{0, 300}}},
+        {{8, 2, 64, 16}, {{200, 40}, {0, 257}, {99, 1}}},
+        {{32, 8, 128, 16}, {{1000, 64}, {0, 130}, {1500, 1}}},
+        {{4, 4, 128, 32}, {{0, 600}, {700, 90}}},
+    };
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(dtype_name(dtype)) + " heads " + std::to_string(c.shape.heads) + "/" +
+                         std::to_string(c.shape.kv_heads) + " sequences " + std::to_string(c.seqs.size()));
+            AttentionProblem problem(c.shape, dtype, 11);
+            problem.make_cache(c.seqs);
+            const ops::AttentionParams params = params_for(c.shape.head_dim);
+            std::vector<int> ids(c.seqs.size());
+            std::iota(ids.begin(), ids.end(), 0);
+            AttentionProblem::Run r = problem.prepare(c.seqs, ids, 2);
+            const std::vector<float> want = problem.cpu_output(r, params);
+            run(problem, r, params, cuda::SplitKv::kAuto, cuda::AttentionKernel::kCudnn);
+            EXPECT_LT(worst_row_error(want, r, c.shape), dtype == DType::kBF16 ? 3e-2 : 4e-3);
+            expect_written(r, c.shape.heads * c.shape.head_dim);
+        }
     }
 }
 

@@ -8,9 +8,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_attention.h"
 #include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/paged_attention_kernels.h"
 
@@ -39,6 +41,12 @@ bool decode_attention_enabled() {
 bool decode_coop_enabled() {
     static const bool enabled =
         env_switch("TACO_CUDA_DECODE_COOP", std::getenv("TACO_CUDA_DECODE_COOP"), "the cooperative decode kernel");
+    return enabled;
+}
+
+bool cudnn_attention_enabled() {
+    static const bool enabled = env_switch("TACO_CUDA_CUDNN_ATTENTION", std::getenv("TACO_CUDA_CUDNN_ATTENTION"),
+                                           "cuDNN's fused attention for long prefill steps");
     return enabled;
 }
 
@@ -75,6 +83,14 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     if (num_tokens == 0 || num_seqs == 0 || num_heads == 0) return;
     TACO_CHECK_MSG(batch.max_seq_len > 0, "paged_attention on CUDA: max_seq_len {} (the step's longest sequence)",
                    batch.max_seq_len);
+    // Long prefill steps on cuDNN's fused attention where it runs (paged_attention.h); otherwise ours below.
+    if (kernel == AttentionKernel::kCudnn ||
+        (kernel == AttentionKernel::kAuto && batch.max_query_len >= kCudnnAttentionMinQueryLen &&
+         cudnn_attention_enabled())) {
+        const std::string why = cudnn_paged_attention(ctx, q, k_cache, v_cache, batch, params, out);
+        if (why.empty()) return;
+        TACO_CHECK_MSG(kernel != AttentionKernel::kCudnn, "paged_attention on cuDNN: {}", why);
+    }
 
     AttentionLaunch p{};
     p.q = q.data;

@@ -48,7 +48,15 @@ enum class AttentionKernel {
     kDecode,  // the decode kernel for every decode step it supports (benchmarks and the cross-check of the two)
     kDecodeOneWarp,  // kDecode with its one-warp kernel (the cooperative one's before/after)
     kCudaCores,      // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
+    kCudnn,          // cuDNN's fused attention (cudnn_attention.h) for every step; aborts with the reason where it
+                     // cannot run (benchmarks and the cross-check)
 };
+
+// Under kAuto, steps whose longest query chunk has at least this many tokens run on cuDNN's fused attention
+// (cudnn_attention.h) where it is loaded and takes the shape, the rest (and every step where it is not) on our
+// kernels. cuDNN sums in its own order, so such a step's rows differ from our kernels' in their last bits;
+// TACO_CUDA_CUDNN_ATTENTION=0 keeps every step on our kernels, whose rows do not depend on the batch or chunking.
+constexpr int32_t kCudnnAttentionMinQueryLen = 256;
 
 // TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps on the decode kernel
 // (paged_attention_decode.cu); 0, every decode step on the general
@@ -57,6 +65,9 @@ bool decode_attention_enabled();
 // TACO_CUDA_DECODE_COOP, read once: unset or 1, the decode kernel's cooperative build (4 warps per CTA); 0, its
 // one-warp build (the same bits).
 bool decode_coop_enabled();
+// TACO_CUDA_CUDNN_ATTENTION, read once: unset or 1, kAuto runs long prefill steps on cuDNN
+// (kCudnnAttentionMinQueryLen); 0, never.
+bool cudnn_attention_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.

@@ -1,0 +1,451 @@
+// cuDNN's fused flash attention for prefill steps (cudnn_attention.h): the graph, its plans by shape, the run.
+#include "kernels/cuda/cudnn_attention.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/log.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cudnn_attention_prep.h"
+#include "kernels/cuda/cudnn_graph.h"
+
+namespace taco::cuda {
+namespace {
+
+// Everything a plan depends on (the graph's dims and strides; pointers and lengths are run-time inputs).
+struct SdpaKey {
+    int device = 0;
+    int64_t b = 0, s_q = 0;                                  // sequences, query-length bucket
+    int64_t h = 0, h_kv = 0, d = 0;                          // heads, kv heads, head dim
+    int64_t num_blocks = 0, block_size = 0, max_blocks = 0;  // the cache and the block tables' width
+    cudnnDataType_t dtype = CUDNN_DATA_BFLOAT16;
+
+    auto tied() const { return std::tie(device, b, s_q, h, h_kv, d, num_blocks, block_size, max_blocks, dtype); }
+    bool operator<(const SdpaKey& other) const { return tied() < other.tied(); }
+};
+
+// The graph's non-virtual tensors (the variant pack's uids); virtual ones take ids from kFirstVirtual up.
+enum Uid : int64_t {
+    kQ = 1,
+    kK,
+    kV,
+    kO,
+    kSeqLenQ,
+    kSeqLenKv,
+    kPageTableK,
+    kPageTableV,
+    kRaggedQ,
+    kRaggedO,
+    kScale,
+    kNegInf,
+    kFirstVirtual = 100,
+};
+
+struct SdpaPlan {
+    // Every descriptor the plan was built from, kept for its lifetime: tensors and the descriptors operations point
+    // to, then the operations, the graph, the heuristics and the engine configs.
+    std::vector<std::unique_ptr<CudnnDesc>> owned;
+    std::vector<CudnnDesc> descs;
+    CudnnDesc plan;
+    int64_t workspace_bytes = 0;
+    void* workspace = nullptr;  // device: the plan's workspace, then seq_len_q [b] and ragged offsets [b + 1]
+    int32_t* seq_len_q = nullptr;
+    int64_t* ragged = nullptr;
+    double build_ms = 0;
+
+    ~SdpaPlan() {
+        if (workspace != nullptr) cudaFree(workspace);
+    }
+};
+
+// Builds the graph of cudnn_attention.h for `k` and the first execution plan cuDNN's heuristics give that finalizes.
+class GraphBuilder {
+public:
+    GraphBuilder(const CudnnApi& api, const SdpaKey& k) : api_(api), k_(k) {}
+
+    std::unique_ptr<SdpaPlan> build(std::string& why) {
+        auto out = std::make_unique<SdpaPlan>();
+        const int64_t b = k_.b, h = k_.h, hk = k_.h_kv, d = k_.d, sq = k_.s_q, bs = k_.block_size;
+        const int64_t skv = k_.max_blocks * bs;
+        const cudnnDataType_t io = k_.dtype;
+        const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32, boolean = CUDNN_DATA_BOOLEAN;
+        const std::vector<int64_t> one{1, 1, 1, 1};
+        const std::vector<int64_t> per_seq{b, 1, 1, 1};
+        // The ragged offsets first: Q and O name them.
+        const CudnnDesc& ragged_q = tensor(kRaggedQ, CUDNN_DATA_INT64, {b + 1, 1, 1, 1}, one);
+        const CudnnDesc& ragged_o = tensor(kRaggedO, CUDNN_DATA_INT64, {b + 1, 1, 1, 1}, one);
+        const std::vector<int64_t> rows_dims{b, h, sq, d}, rows_strides{sq * h * d, d, h * d, 1};
+        const CudnnDesc& q = tensor(kQ, io, rows_dims, rows_strides, false, false, &ragged_q);
+        const CudnnDesc& o = tensor(kO, io, rows_dims, rows_strides, false, false, &ragged_o);
+        // Our cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d].
+        const std::vector<int64_t> cont_dims{k_.num_blocks, hk, bs, d}, cont_strides{bs * hk * d, d, hk * d, 1};
+        const CudnnDesc& kc = tensor(kK, io, cont_dims, cont_strides);
+        const CudnnDesc& vc = tensor(kV, io, cont_dims, cont_strides);
+        const CudnnDesc& seq_q = tensor(kSeqLenQ, i32, per_seq, one);
+        const CudnnDesc& seq_kv = tensor(kSeqLenKv, i32, per_seq, one);
+        const std::vector<int64_t> pt_dims{b, 1, k_.max_blocks, 1}, pt_strides{k_.max_blocks, k_.max_blocks, 1, 1};
+        const CudnnDesc& pt_k = tensor(kPageTableK, i32, pt_dims, pt_strides);
+        const CudnnDesc& pt_v = tensor(kPageTableV, i32, pt_dims, pt_strides);
+        const CudnnDesc& scale = tensor(kScale, f32, one, one, false, true);
+        const CudnnDesc& neg_inf = tensor(kNegInf, f32, one, one, false, true);
+
+        // K^T [b, h_kv, d, s_kv] gathered from the pages.
+        const CudnnDesc& kt = tensor(next_virtual(), io, {b, hk, d, skv}, {d * skv * hk, d * skv, 1, d}, true);
+        ops_.push_back(paged_load(kc, pt_k, seq_kv, kt));
+        // S = Q K^T [b, h, s_q, s_kv] in f32, the lengths as the GEMM's M and N.
+        const std::vector<int64_t> s_dims{b, h, sq, skv}, s_strides{h * sq * skv, sq * skv, skv, 1};
+        const CudnnDesc& s = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(matmul(q, kt, s, &seq_q, &seq_kv, nullptr));
+        const CudnnDesc& scaled = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_MUL, f32, s, &scale, nullptr, scaled));
+        // Padding mask: row < seq_len_q and col < seq_len_kv.
+        const CudnnDesc& row = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, scaled, nullptr, nullptr, row, 2));
+        const CudnnDesc& col = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, scaled, nullptr, nullptr, col, 3));
+        const CudnnDesc& row_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, row, &seq_q, nullptr, row_ok));
+        const CudnnDesc& col_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, col, &seq_kv, nullptr, col_ok));
+        const CudnnDesc& in_range = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_LOGICAL_AND, boolean, row_ok, &col_ok, nullptr, in_range));
+        const CudnnDesc& padded = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, scaled, &neg_inf, &in_range, padded));
+        // Bottom-right causal mask: col <= row + seq_len_kv - seq_len_q.
+        const CudnnDesc& crow = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, f32, padded, nullptr, nullptr, crow, 2));
+        const CudnnDesc& ccol = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, f32, padded, nullptr, nullptr, ccol, 3));
+        const CudnnDesc& shifted = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, i32, crow, &seq_kv, nullptr, shifted));
+        const CudnnDesc& diagonal = tensor(next_virtual(), i32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, i32, shifted, &seq_q, nullptr, diagonal));
+        const CudnnDesc& causal = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_GE, boolean, diagonal, &ccol, nullptr, causal));
+        const CudnnDesc& masked = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, padded, &neg_inf, &causal, masked));
+        // Softmax over the keys, with the statistics branch (max + log of the sum) cuDNN's pattern includes.
+        const std::vector<int64_t> r_dims{b, h, sq, 1}, r_strides{h * sq, sq, 1, 1};
+        const CudnnDesc& row_max = tensor(next_virtual(), f32, r_dims, r_strides, true);
+        ops_.push_back(reduction(CUDNN_REDUCE_TENSOR_MAX, masked, row_max));
+        const CudnnDesc& centred = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, f32, masked, &row_max, nullptr, centred));
+        const CudnnDesc& e = tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_EXP, f32, centred, nullptr, nullptr, e));
+        const CudnnDesc& row_sum = tensor(next_virtual(), f32, r_dims, r_strides, true);
+        ops_.push_back(reduction(CUDNN_REDUCE_TENSOR_ADD, e, row_sum));
+        const CudnnDesc& log_sum = tensor(next_virtual(), f32, r_dims, r_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_LOG, f32, row_sum, nullptr, nullptr, log_sum));
+        const CudnnDesc& stats = tensor(next_virtual(), f32, r_dims, r_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, f32, row_max, &log_sum, nullptr, stats));
+        // P in the activation dtype (the second GEMM's A operand must be).
+        const CudnnDesc& p = tensor(next_virtual(), io, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_DIV, f32, e, &row_sum, nullptr, p));
+        // V [b, h_kv, s_kv, d] gathered from the pages, then O = P V with seq_len_kv as the GEMM's K.
+        const CudnnDesc& vv = tensor(next_virtual(), io, {b, hk, skv, d}, {d * skv * hk, d * skv, d, 1}, true);
+        ops_.push_back(paged_load(vc, pt_v, seq_kv, vv));
+        ops_.push_back(matmul(p, vv, o, &seq_q, nullptr, &seq_kv));
+
+        std::vector<cudnnBackendDescriptor_t> op_handles;
+        for (const CudnnDesc& op : ops_) op_handles.push_back(op.get());
+        CudnnDesc graph(api_, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph", err_);
+        graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(op_handles.size()),
+                  op_handles.data());
+        graph.finalize();
+        CudnnDesc heur(api_, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics", err_);
+        const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+        heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+        heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+        heur.finalize();
+        int64_t count = 0;
+        if (!err_.failed())
+            err_.check(api_,
+                       api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                          &count, nullptr),
+                       "heuristics: the number of engine configs");
+        if (!err_.failed() && count == 0) err_.what = "cuDNN's heuristics offer no engine for the graph";
+        std::vector<CudnnDesc> configs;
+        for (int64_t i = 0; i < count && !err_.failed(); ++i)
+            configs.emplace_back(api_, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config", err_);
+        if (!err_.failed()) {
+            std::vector<cudnnBackendDescriptor_t> cfg_handles;
+            for (const CudnnDesc& c : configs) cfg_handles.push_back(c.get());
+            int64_t got = 0;
+            err_.check(api_,
+                       api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                          count, &got, cfg_handles.data()),
+                       "heuristics: the engine configs");
+            count = std::min(count, got);
+        }
+        if (err_.failed()) {
+            why = err_.what;
+            return nullptr;
+        }
+        // The first config whose plan finalizes (cuDNN ranks them).
+        std::string first_failure;
+        for (int64_t i = 0; i < count; ++i) {
+            CudnnError attempt;
+            CudnnDesc plan(api_, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan", attempt);
+            plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[size_t(i)]);
+            plan.finalize();
+            if (attempt.failed()) {
+                if (first_failure.empty()) first_failure = attempt.what;
+                continue;
+            }
+            int64_t n = 0;
+            attempt.check(api_,
+                          api_.get_attribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                             &n, &out->workspace_bytes),
+                          "execution plan: workspace size");
+            if (attempt.failed()) {
+                if (first_failure.empty()) first_failure = attempt.what;
+                continue;
+            }
+            out->plan = std::move(plan);
+            break;
+        }
+        if (out->plan.get() == nullptr) {
+            why = fmt::format("none of cuDNN's {} engine configs finalizes: {}", count, first_failure);
+            return nullptr;
+        }
+        out->owned = std::move(owned_);
+        for (CudnnDesc& op : ops_) out->descs.push_back(std::move(op));
+        out->descs.push_back(std::move(graph));
+        out->descs.push_back(std::move(heur));
+        for (CudnnDesc& c : configs) out->descs.push_back(std::move(c));
+        return out;
+    }
+
+private:
+    int64_t next_virtual() { return next_virtual_++; }
+
+    const CudnnDesc& tensor(int64_t uid, cudnnDataType_t dtype, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& strides, bool is_virtual = false, bool by_value = false,
+                            const CudnnDesc* ragged = nullptr) {
+        CudnnDesc t(api_, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "tensor", err_);
+        t.set_dtype(CUDNN_ATTR_TENSOR_DATA_TYPE, dtype)
+            .set_i64(CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
+            .set_i64(CUDNN_ATTR_TENSOR_STRIDES, strides)
+            .set_i64(CUDNN_ATTR_TENSOR_UNIQUE_ID, {uid})
+            .set_i64(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, {16});
+        if (is_virtual) t.set_bool(CUDNN_ATTR_TENSOR_IS_VIRTUAL, true);
+        if (by_value) t.set_bool(CUDNN_ATTR_TENSOR_IS_BY_VALUE, true);
+        if (ragged != nullptr) t.set_desc(CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, *ragged);
+        t.finalize();
+        owned_.push_back(std::make_unique<CudnnDesc>(std::move(t)));
+        return *owned_.back();
+    }
+
+    // y = mode(x[, b][, t]) in `prec`; `axis` for GEN_INDEX.
+    CudnnDesc pointwise(cudnnPointwiseMode_t mode, cudnnDataType_t prec, const CudnnDesc& x, const CudnnDesc* b,
+                        const CudnnDesc* t, const CudnnDesc& y, int64_t axis = -1) {
+        CudnnDesc pw(api_, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise", err_);
+        pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode)
+            .set_dtype(CUDNN_ATTR_POINTWISE_MATH_PREC, prec);
+        if (axis >= 0) pw.set_i64(CUDNN_ATTR_POINTWISE_AXIS, {axis});
+        pw.finalize();
+        CudnnDesc op(api_, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "pointwise operation", err_);
+        op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw).set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+        if (b != nullptr) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+        if (t != nullptr) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+        op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y).finalize();
+        keep(std::move(pw));
+        return op;
+    }
+
+    CudnnDesc reduction(cudnnReduceTensorOp_t op_kind, const CudnnDesc& x, const CudnnDesc& y) {
+        CudnnDesc r(api_, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "reduction", err_);
+        r.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &op_kind)
+            .set_dtype(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT);
+        if (api_.version >= 91100) r.set_bool(CUDNN_ATTR_REDUCTION_IS_DETERMINISTIC, false);
+        r.finalize();
+        CudnnDesc op(api_, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "reduction operation", err_);
+        op.set_desc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
+            .set_desc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
+            .set_desc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, r)
+            .finalize();
+        keep(std::move(r));
+        return op;
+    }
+
+    CudnnDesc matmul(const CudnnDesc& a, const CudnnDesc& b, const CudnnDesc& c, const CudnnDesc* m_override,
+                     const CudnnDesc* n_override, const CudnnDesc* k_override) {
+        CudnnDesc mm(api_, CUDNN_BACKEND_MATMUL_DESCRIPTOR, "matmul", err_);
+        mm.set_dtype(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT).finalize();
+        CudnnDesc op(api_, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "matmul operation", err_);
+        op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
+            .set_desc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
+            .set_desc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
+            .set_desc(CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
+        if (m_override != nullptr) op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, *m_override);
+        if (n_override != nullptr) op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, *n_override);
+        if (k_override != nullptr) op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, *k_override);
+        op.finalize();
+        keep(std::move(mm));
+        return op;
+    }
+
+    CudnnDesc paged_load(const CudnnDesc& container, const CudnnDesc& page_table, const CudnnDesc& seq_lens,
+                         const CudnnDesc& y) {
+        CudnnDesc op(api_, CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, "paged cache load", err_);
+        op.set_desc(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, container)
+            .set_desc(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, y)
+            .set_desc(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, seq_lens)
+            .set_desc(CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, page_table)
+            .finalize();
+        return op;
+    }
+
+    void keep(CudnnDesc&& d) { owned_.push_back(std::make_unique<CudnnDesc>(std::move(d))); }
+
+    const CudnnApi& api_;
+    SdpaKey k_;
+    CudnnError err_;
+    int64_t next_virtual_ = kFirstVirtual;
+    // Tensors and the descriptors operations point to, at stable addresses while the graph is built.
+    std::vector<std::unique_ptr<CudnnDesc>> owned_;
+    std::vector<CudnnDesc> ops_;
+};
+
+// One cuDNN handle per device and the plans by shape (a shape cuDNN refused keeps its reason, so it is asked once).
+struct State {
+    std::mutex mutex;
+    std::map<int, cudnnHandle_t> handles;
+    std::map<SdpaKey, std::unique_ptr<SdpaPlan>> plans;
+    std::map<SdpaKey, std::string> refused;
+};
+
+State& state() {
+    static State* s = new State();  // never destroyed: plans may outlive static destruction order
+    return *s;
+}
+
+cudnnDataType_t cudnn_dtype(DType dtype) { return dtype == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
+
+}  // namespace
+
+std::string cudnn_attention_unavailable() {
+    std::string why;
+    return cudnn_api(&why) != nullptr ? std::string() : why;
+}
+
+int64_t cudnn_attention_query_bucket(int64_t max_query_len) {
+    int64_t bucket = 64;
+    while (bucket < max_query_len) bucket *= 2;
+    return bucket;
+}
+
+std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
+                                  const TensorView& v_cache, const ops::AttentionMetadata& batch,
+                                  const ops::AttentionParams& params, const TensorView& out) {
+    std::string why;
+    const CudnnApi* api = cudnn_api(&why);
+    if (api == nullptr) return why;
+    if (q.dtype != DType::kBF16 && q.dtype != DType::kF16) return "cuDNN attention takes bf16 or f16 only";
+    if (k_cache.dtype != q.dtype) return "cuDNN attention needs the cache in q's dtype";
+    if (params.sliding_window > 0 || params.logit_softcap != 0 || params.alibi_slopes.ndim > 0 ||
+        params.alibi_bf16_key_positions)
+        return "cuDNN attention has no sliding window, soft-capping or ALiBi here";
+    const int64_t d = q.shape[2];
+    if (d % 8 != 0 || d > 256) return fmt::format("cuDNN attention: head dim {} (a multiple of 8 up to 256)", d);
+    for (const TensorView* t : {&q, &out, &k_cache, &v_cache})
+        if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "cuDNN attention needs 16-byte aligned operands";
+
+    SdpaKey key;
+    TACO_CUDA_CHECK(cudaGetDevice(&key.device));
+    key.b = batch.seq_lens.shape[0];
+    key.s_q = cudnn_attention_query_bucket(batch.max_query_len);
+    key.h = q.shape[1];
+    key.h_kv = k_cache.shape[2];
+    key.d = d;
+    key.num_blocks = k_cache.shape[0];
+    key.block_size = k_cache.shape[1];
+    key.max_blocks = batch.block_tables.shape[1];
+    key.dtype = cudnn_dtype(q.dtype);
+
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (auto it = st.refused.find(key); it != st.refused.end()) return it->second;
+    auto handle_it = st.handles.find(key.device);
+    if (handle_it == st.handles.end()) {
+        cudnnHandle_t handle = nullptr;
+        const cudnnStatus_t status = api->create(&handle);
+        if (status != CUDNN_STATUS_SUCCESS) return "cudnnCreate: " + cudnn_status_text(*api, status);
+        handle_it = st.handles.emplace(key.device, handle).first;
+    }
+    cudnnHandle_t handle = handle_it->second;
+    auto stream = static_cast<cudaStream_t>(ctx.stream);
+    if (const cudnnStatus_t status = api->set_stream(handle, stream); status != CUDNN_STATUS_SUCCESS)
+        return "cudnnSetStream: " + cudnn_status_text(*api, status);
+
+    auto plan_it = st.plans.find(key);
+    if (plan_it == st.plans.end()) {
+        const auto start = std::chrono::steady_clock::now();
+        std::unique_ptr<SdpaPlan> plan = GraphBuilder(*api, key).build(why);
+        if (plan != nullptr) {
+            // The workspace, then seq_len_q and the ragged offsets (8-byte aligned after it).
+            const size_t ws = (size_t(plan->workspace_bytes) + 255) / 256 * 256;
+            const size_t bytes = ws + size_t(key.b + 1) * 8 + size_t(key.b) * 4;
+            if (cudaMalloc(&plan->workspace, bytes) != cudaSuccess) {
+                cudaGetLastError();
+                plan->workspace = nullptr;
+                return fmt::format("cuDNN attention: no device memory for its {} bytes of workspace", bytes);
+            }
+            plan->ragged = reinterpret_cast<int64_t*>(static_cast<char*>(plan->workspace) + ws);
+            plan->seq_len_q = reinterpret_cast<int32_t*>(plan->ragged + key.b + 1);
+            plan->build_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        }
+        if (plan == nullptr) {
+            why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}",
+                              key.b, key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
+            log_info("{}; its steps run on our own kernel", why);
+            st.refused.emplace(key, why);
+            return why;
+        }
+        log_debug("cuDNN attention: plan for b={} s_q={} built in {:.1f} ms", key.b, key.s_q, plan->build_ms);
+        plan_it = st.plans.emplace(key, std::move(plan)).first;
+    }
+    SdpaPlan& plan = *plan_it->second;
+
+    launch_cudnn_attention_prep(static_cast<const int32_t*>(batch.query_start.data), key.b, key.h * key.d,
+                                plan.seq_len_q, plan.ragged, stream);
+    float scale = params.scale;
+    float neg_inf = -std::numeric_limits<float>::infinity();
+    const int64_t uids[] = {kQ,          kK,          kV,       kO,       kSeqLenQ, kSeqLenKv,
+                            kPageTableK, kPageTableV, kRaggedQ, kRaggedO, kScale,   kNegInf};
+    void* pointers[] = {q.data,
+                        k_cache.data,
+                        v_cache.data,
+                        out.data,
+                        plan.seq_len_q,
+                        batch.seq_lens.data,
+                        batch.block_tables.data,
+                        batch.block_tables.data,
+                        plan.ragged,
+                        plan.ragged,
+                        &scale,
+                        &neg_inf};
+    CudnnError err;
+    CudnnDesc pack(*api, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack", err);
+    void* workspace = plan.workspace;
+    pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, int64_t(std::size(uids)), uids)
+        .set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, int64_t(std::size(pointers)), pointers)
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
+        .finalize();
+    if (!err.failed()) err.check(*api, api->execute(handle, plan.plan.get(), pack.get()), "cudnnBackendExecute");
+    // A failed execute after a queued prep kernel leaves nothing wrong behind: the prep writes only the plan's own
+    // buffers, and the caller's kernel then writes every row of out.
+    return err.what;
+}
+
+}  // namespace taco::cuda

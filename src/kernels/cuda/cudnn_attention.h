@@ -1,0 +1,41 @@
+// Causal attention of prefill steps through cuDNN 9's fused flash attention (issue 13 item 5: "cuDNN's fused SDPA
+// with paged K/V measured against our kernel, keep the faster per shape"). Loaded at run time (cudnn_graph.h); where
+// cuDNN or an engine for the shape is missing, the caller runs its own kernel.
+//
+// The graph is the one cuDNN matches to its flash-attention engine (cuDNN 9.19 has no causal mask on its SDPA_FWD
+// operation, so the composite form): S = Q K^T over the paged K, scaled, padding mask (row < seq_len_q, col <
+// seq_len_kv), bottom-right causal mask (col <= row + seq_len_kv - seq_len_q: a chunk's tokens are the last of their
+// sequence, so a prefill chunk over a cached prefix attends to it), softmax, then P V over the paged V.
+//   Q and O: ragged [b, h, s_q, d] over our packed [T, h, d] rows (offsets query_start * h * d, computed on the GPU).
+//   K and V: the cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d] with
+//            strides, the page table our block_tables [b, max_blocks] (s_kv = max_blocks * block_size).
+//   GQA: K and V have h_kv heads, cuDNN broadcasts them over the h / h_kv heads of a group.
+// A plan is built once per (b, s_q bucket, cache shape, heads, dtype, device) and kept (the first build of a shape
+// takes cuDNN's heuristics and may compile: tens of milliseconds or more); the sequence lengths, page tables and
+// offsets are device tensors read at run time, so a plan serves every step of its shape.
+//
+// Bits: cuDNN's kernel sums in its own order, so a row's result differs in its last bits from our kernels' (which
+// agree with each other bit for bit). ARCHITECTURE.md "Attention" says where each runs.
+// Plain C++ header.
+#pragma once
+
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace taco::cuda {
+
+// Empty when cuDNN is loaded and new enough for this path, else why not (in words).
+std::string cudnn_attention_unavailable();
+
+// Queues causal attention of the step (ops::paged_attention's contract, for f16/bf16 without sliding window,
+// soft-capping or ALiBi) on ctx.stream. Returns "" when queued; otherwise why it could not (no cuDNN, an unsupported
+// operand, no engine for the shape), with nothing queued.
+std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
+                                  const TensorView& v_cache, const ops::AttentionMetadata& batch,
+                                  const ops::AttentionParams& params, const TensorView& out);
+
+// The query-length bucket a step's plan is built for: max_query_len rounded up to a power of two, at least 64.
+int64_t cudnn_attention_query_bucket(int64_t max_query_len);
+
+}  // namespace taco::cuda
