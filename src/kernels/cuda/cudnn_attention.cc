@@ -161,71 +161,88 @@ public:
         graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(op_handles.size()),
                   op_handles.data());
         graph.finalize();
-        CudnnDesc heur(api_, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics", err_);
-        const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-        heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
-        heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-        heur.finalize();
-        int64_t count = 0;
-        if (!err_.failed())
-            err_.check(api_,
-                       api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                          &count, nullptr),
-                       "heuristics: the number of engine configs");
-        if (!err_.failed() && count == 0) err_.what = "cuDNN's heuristics offer no engine for the graph";
-        std::vector<CudnnDesc> configs;
-        for (int64_t i = 0; i < count && !err_.failed(); ++i)
-            configs.emplace_back(api_, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config", err_);
-        if (!err_.failed()) {
-            std::vector<cudnnBackendDescriptor_t> cfg_handles;
-            for (const CudnnDesc& c : configs) cfg_handles.push_back(c.get());
-            int64_t got = 0;
-            err_.check(api_,
-                       api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                          count, &got, cfg_handles.data()),
-                       "heuristics: the engine configs");
-            count = std::min(count, got);
-        }
         if (err_.failed()) {
             why = err_.what;
             return nullptr;
         }
-        // The first config whose plan finalizes (cuDNN ranks them).
+        // cuDNN's ranked engines first (mode A), then its fallback list.
+        std::string failures;
+        bool planned = false;
+        for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+            std::string failure;
+            if ((planned = plan_from(mode, graph, *out, failure))) break;
+            failures += (failures.empty() ? "" : "; ") + failure;
+        }
+        if (!planned) {
+            why = failures;
+            return nullptr;
+        }
+        out->owned = std::move(owned_);
+        for (CudnnDesc& op : ops_) out->descs.push_back(std::move(op));
+        out->descs.push_back(std::move(graph));
+        return out;
+    }
+
+private:
+    // The first engine config of cuDNN's heuristics in `mode` whose execution plan finalizes, into out.plan (its
+    // heuristics and configs kept in out.descs); false with what failed otherwise.
+    bool plan_from(cudnnBackendHeurMode_t mode, const CudnnDesc& graph, SdpaPlan& out, std::string& failure) {
+        const char* mode_name = mode == CUDNN_HEUR_MODE_A ? "heuristics mode A" : "fallback heuristics";
+        CudnnError err;
+        CudnnDesc heur(api_, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics", err);
+        heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+        heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+        heur.finalize();
+        int64_t count = 0;
+        if (!err.failed())
+            err.check(api_,
+                      api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                         &count, nullptr),
+                      "heuristics: the number of engine configs");
+        if (!err.failed() && count == 0) err.what = "no engine for the graph";
+        std::vector<CudnnDesc> configs;
+        for (int64_t i = 0; i < count && !err.failed(); ++i)
+            configs.emplace_back(api_, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine config", err);
+        if (!err.failed()) {
+            std::vector<cudnnBackendDescriptor_t> cfg_handles;
+            for (const CudnnDesc& c : configs) cfg_handles.push_back(c.get());
+            int64_t got = 0;
+            err.check(api_,
+                      api_.get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                         count, &got, cfg_handles.data()),
+                      "heuristics: the engine configs");
+            count = std::min(count, got);
+        }
+        if (err.failed()) {
+            failure = fmt::format("{}: {}", mode_name, err.what);
+            return false;
+        }
+        // cuDNN ranks them: the first that finalizes.
         std::string first_failure;
         for (int64_t i = 0; i < count; ++i) {
             CudnnError attempt;
             CudnnDesc plan(api_, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan", attempt);
             plan.set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[size_t(i)]);
             plan.finalize();
-            if (attempt.failed()) {
-                if (first_failure.empty()) first_failure = attempt.what;
-                continue;
-            }
             int64_t n = 0;
-            attempt.check(api_,
-                          api_.get_attribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                             &n, &out->workspace_bytes),
-                          "execution plan: workspace size");
+            if (!attempt.failed())
+                attempt.check(api_,
+                              api_.get_attribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+                                                 1, &n, &out.workspace_bytes),
+                              "execution plan: workspace size");
             if (attempt.failed()) {
                 if (first_failure.empty()) first_failure = attempt.what;
                 continue;
             }
-            out->plan = std::move(plan);
-            break;
+            out.plan = std::move(plan);
+            out.descs.push_back(std::move(heur));
+            for (CudnnDesc& c : configs) out.descs.push_back(std::move(c));
+            return true;
         }
-        if (out->plan.get() == nullptr) {
-            why = fmt::format("none of cuDNN's {} engine configs finalizes: {}", count, first_failure);
-            return nullptr;
-        }
-        out->owned = std::move(owned_);
-        for (CudnnDesc& op : ops_) out->descs.push_back(std::move(op));
-        out->descs.push_back(std::move(graph));
-        out->descs.push_back(std::move(heur));
-        for (CudnnDesc& c : configs) out->descs.push_back(std::move(c));
-        return out;
+        failure = fmt::format("{}: none of its {} engine configs finalizes ({})", mode_name, count, first_failure);
+        return false;
     }
 
-private:
     int64_t next_virtual() { return next_virtual_++; }
 
     const CudnnDesc& tensor(int64_t uid, cudnnDataType_t dtype, const std::vector<int64_t>& dims,

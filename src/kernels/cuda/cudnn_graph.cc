@@ -10,8 +10,8 @@
 namespace taco::cuda {
 namespace {
 
-// The graphs here need paged K/V with ragged Q/O (cuDNN 9.7 or later).
-constexpr size_t kMinCudnnVersion = 90700;
+// The graphs here need paged K/V with ragged Q/O (cuDNN 9.7) and no handle on the operation graph (9.8).
+constexpr size_t kMinCudnnVersion = 90800;
 
 struct Loaded {
     CudnnApi api{};
@@ -52,7 +52,7 @@ Loaded load() {
     if (!l.why.empty()) return l;
     a.version = a.get_version();
     if (a.version < kMinCudnnVersion) {
-        l.why = fmt::format("cuDNN {} is loaded; paged attention needs 9.7 or later", a.version);
+        l.why = fmt::format("cuDNN {} is loaded; the attention graph needs 9.8 or later", a.version);
         return l;
     }
     l.ok = true;
