@@ -165,6 +165,32 @@ void BM_Decode(benchmark::State& state) {
         benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
+// Which forms of cuDNN's attention graph (cudnn_attention.h) the loaded cuDNN has an engine for, on the 8B shape: one
+// sequence of 1024 query tokens, block tables of 64 blocks (capacity 0) or of the 8B's 131072 tokens. Builds the
+// plan only (build_ms); a form without an engine is reported with cuDNN's reason.
+void BM_CudnnGraphProbe(benchmark::State& state) {
+    std::unique_ptr<DeviceStream> stream;
+    ExecContext ctx;
+    if (const std::string why = open_gpu(stream, ctx); !why.empty()) return state.SkipWithError(why.c_str());
+    const std::vector<SdpaGraphVariant> variants = cudnn_attention_probe_variants();
+    if (state.range(0) >= int64_t(variants.size())) return state.SkipWithError("no such variant");
+    const SdpaGraphVariant& v = variants[size_t(state.range(0))];
+    const int64_t max_blocks = state.range(1) > 0 ? state.range(1) / kBlockSize : 1024 / kBlockSize;
+    double build_ms = 0;
+    const std::string why = cudnn_attention_probe(v, 1, 1024, kHeads, kKvHeads, kHeadDim, 1024 / kBlockSize, kBlockSize,
+                                                  max_blocks, DType::kBF16, &build_ms);
+    state.SetLabel(v.name());
+    if (!why.empty()) return state.SkipWithError(why.c_str());
+    for (auto _ : state) benchmark::DoNotOptimize(build_ms);
+    state.counters["build_ms"] = build_ms;
+}
+
+BENCHMARK(BM_CudnnGraphProbe)
+    ->ArgNames({"variant", "capacity"})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 10, 1), {0}})
+    ->Args({0, 131072})
+    ->Iterations(1);
+
 BENCHMARK(BM_Prefill)
     ->ArgNames({"kernel", "len", "capacity"})
     ->ArgsProduct({{0, 2, 5}, {128, 256, 512, 1024, 8192, 32768}, {0}})

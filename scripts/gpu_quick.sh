@@ -3,7 +3,8 @@
 # scripts/gpu_suite.sh all takes 6-10): the CUDA attention suite, every golden family and the graph suites in one
 # process each, bf16 op parity and batch invariance, the attention benchmark without the CUDA cores' kernel, and
 # `bench batch` and `bench latency` at 1k and 32k on the 8B shape, also with each TACO_CUDA_* switch named in
-# TACO_QUICK_SWITCHES off (for example "TACO_CUDA_CUDNN_ATTENTION": its before/after in the same call);
+# TACO_QUICK_SWITCHES off (for example "TACO_CUDA_DECODE_COOP": its before/after in the same call) and each opt-in
+# switch named in TACO_QUICK_OPT_INS on ("TACO_CUDA_CUDNN_ATTENTION");
 # TACO_QUICK_ATTENTION_FILTER narrows the attention benchmark. Run on the GPU machine after scripts/device_bundle.sh
 # here, carrying .device/bundle.tar.xz; logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -42,4 +43,5 @@ bench_all() {  # bench_all SUFFIX [VAR=VALUE]: the three workloads, with the swi
 }
 bench_all ""
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
+for switch in ${TACO_QUICK_OPT_INS:-}; do bench_all "_${switch}_on" "$switch=1"; done
 exit $status

@@ -464,7 +464,11 @@ TEST_F(CudaPagedAttention, CudnnAttentionMatchesTheCpuBackend) {
             std::iota(ids.begin(), ids.end(), 0);
             AttentionProblem::Run r = problem.prepare(c.seqs, ids, 2);
             const std::vector<float> want = problem.cpu_output(r, params);
-            run(problem, r, params, cuda::SplitKv::kAuto, cuda::AttentionKernel::kCudnn);
+            // cuDNN's own reason where it cannot run the step (kCudnn would abort the suite with it).
+            ASSERT_EQ(cuda::cudnn_paged_attention(ctx_, r.q_dev, problem.k_cache(), problem.v_cache(),
+                                                  r.device_metadata(), params, r.out_dev),
+                      "");
+            stream_->synchronize();
             EXPECT_LT(worst_row_error(want, r, c.shape), dtype == DType::kBF16 ? 3e-2 : 4e-3);
             expect_written(r, c.shape.heads * c.shape.head_dim);
         }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -51,6 +52,7 @@ enum Uid : int64_t {
 };
 
 struct SdpaPlan {
+    SdpaGraphVariant variant;  // the form of the graph cuDNN took
     // Every descriptor the plan was built from, kept for its lifetime: tensors and the descriptors operations point
     // to, then the operations, the graph, the heuristics and the engine configs.
     std::vector<std::unique_ptr<CudnnDesc>> owned;
@@ -59,7 +61,8 @@ struct SdpaPlan {
     int64_t workspace_bytes = 0;
     void* workspace = nullptr;  // device: the plan's workspace, then seq_len_q [b] and ragged offsets [b + 1]
     int32_t* seq_len_q = nullptr;
-    int64_t* ragged = nullptr;
+    int64_t* ragged = nullptr;      // the offsets in int64 ...
+    int32_t* ragged_i32 = nullptr;  // ... and in int32 (the variant says which it reads)
     double build_ms = 0;
 
     ~SdpaPlan() {
@@ -70,96 +73,127 @@ struct SdpaPlan {
 // Builds the graph of cudnn_attention.h for `k` and the first execution plan cuDNN's heuristics give that finalizes.
 class GraphBuilder {
 public:
-    GraphBuilder(const CudnnApi& api, const SdpaKey& k) : api_(api), k_(k) {}
+    GraphBuilder(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& k) : api_(api), handle_(handle), k_(k) {}
 
-    std::unique_ptr<SdpaPlan> build(std::string& why) {
+    std::unique_ptr<SdpaPlan> build(const SdpaGraphVariant& v, std::string& why) {
         auto out = std::make_unique<SdpaPlan>();
         const int64_t b = k_.b, h = k_.h, hk = k_.h_kv, d = k_.d, sq = k_.s_q, bs = k_.block_size;
         const int64_t skv = k_.max_blocks * bs;
+        const bool paged = v.kv != SdpaGraphVariant::Kv::kDense;
         const cudnnDataType_t io = k_.dtype;
         const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32, boolean = CUDNN_DATA_BOOLEAN;
         const std::vector<int64_t> one{1, 1, 1, 1};
         const std::vector<int64_t> per_seq{b, 1, 1, 1};
-        // The ragged offsets first: Q and O name them.
-        const CudnnDesc& ragged_q = tensor(kRaggedQ, CUDNN_DATA_INT64, {b + 1, 1, 1, 1}, one);
-        const CudnnDesc& ragged_o = tensor(kRaggedO, CUDNN_DATA_INT64, {b + 1, 1, 1, 1}, one);
+        // Q and O: [b, h, s_q, d] over rows of h * d, ragged over our packed rows (the offsets in elements).
+        const cudnnDataType_t offsets = v.ragged_i64 ? CUDNN_DATA_INT64 : CUDNN_DATA_INT32;
+        const CudnnDesc* ragged_q = v.ragged_q ? &tensor(kRaggedQ, offsets, {b + 1, 1, 1, 1}, one) : nullptr;
+        const CudnnDesc* ragged_o = v.ragged_q ? &tensor(kRaggedO, offsets, {b + 1, 1, 1, 1}, one) : nullptr;
         const std::vector<int64_t> rows_dims{b, h, sq, d}, rows_strides{sq * h * d, d, h * d, 1};
-        const CudnnDesc& q = tensor(kQ, io, rows_dims, rows_strides, false, false, &ragged_q);
-        const CudnnDesc& o = tensor(kO, io, rows_dims, rows_strides, false, false, &ragged_o);
-        // Our cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d].
-        const std::vector<int64_t> cont_dims{k_.num_blocks, hk, bs, d}, cont_strides{bs * hk * d, d, hk * d, 1};
-        const CudnnDesc& kc = tensor(kK, io, cont_dims, cont_strides);
-        const CudnnDesc& vc = tensor(kV, io, cont_dims, cont_strides);
-        const CudnnDesc& seq_q = tensor(kSeqLenQ, i32, per_seq, one);
-        const CudnnDesc& seq_kv = tensor(kSeqLenKv, i32, per_seq, one);
-        const std::vector<int64_t> pt_dims{b, 1, k_.max_blocks, 1}, pt_strides{k_.max_blocks, k_.max_blocks, 1, 1};
-        const CudnnDesc& pt_k = tensor(kPageTableK, i32, pt_dims, pt_strides);
-        const CudnnDesc& pt_v = tensor(kPageTableV, i32, pt_dims, pt_strides);
+        const CudnnDesc& q = tensor(kQ, io, rows_dims, rows_strides, false, false, ragged_q);
+        const CudnnDesc& o = tensor(kO, io, rows_dims, rows_strides, false, false, ragged_o);
+        const CudnnDesc* seq_q = v.padding ? &tensor(kSeqLenQ, i32, per_seq, one) : nullptr;
+        const CudnnDesc* seq_kv = v.padding || paged ? &tensor(kSeqLenKv, i32, per_seq, one) : nullptr;
         const CudnnDesc& scale = tensor(kScale, f32, one, one, false, true);
         const CudnnDesc& neg_inf = tensor(kNegInf, f32, one, one, false, true);
 
-        // K^T [b, h_kv, d, s_kv] gathered from the pages.
-        const CudnnDesc& kt = tensor(next_virtual(), io, {b, hk, d, skv}, {d * skv * hk, d * skv, 1, d}, true);
-        ops_.push_back(paged_load(kc, pt_k, seq_kv, kt));
+        // K^T [b, h_kv, d, s_kv] and V [b, h_kv, s_kv, d]: gathered from the pages, or (probes) dense [b, s_kv, h_kv,
+        // d] rows.
+        const CudnnDesc* kt = nullptr;
+        const CudnnDesc* vv = nullptr;
+        if (paged) {
+            // Our cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d]
+            // (kPagedHnd, a probe: a cache laid out [num_blocks, h_kv, block_size, d]).
+            const std::vector<int64_t> cont_dims{k_.num_blocks, hk, bs, d};
+            const std::vector<int64_t> cont_strides = v.kv == SdpaGraphVariant::Kv::kPagedNhd
+                                                          ? std::vector<int64_t>{bs * hk * d, d, hk * d, 1}
+                                                          : std::vector<int64_t>{bs * hk * d, bs * d, d, 1};
+            const CudnnDesc& kc = tensor(kK, io, cont_dims, cont_strides);
+            const CudnnDesc& vc = tensor(kV, io, cont_dims, cont_strides);
+            const std::vector<int64_t> pt_dims{b, 1, k_.max_blocks, 1}, pt_strides{k_.max_blocks, k_.max_blocks, 1, 1};
+            const CudnnDesc& pt_k = tensor(kPageTableK, i32, pt_dims, pt_strides);
+            const CudnnDesc& pt_v = tensor(kPageTableV, i32, pt_dims, pt_strides);
+            kt = &tensor(next_virtual(), io, {b, hk, d, skv}, {d * skv * hk, d * skv, 1, d}, true);
+            ops_.push_back(paged_load(kc, pt_k, *seq_kv, *kt));
+            vv = &tensor(next_virtual(), io, {b, hk, skv, d}, {d * skv * hk, d * skv, d, 1}, true);
+            const CudnnDesc *vcp = &vc, *ptp = &pt_v;
+            deferred_v_load_ = [this, vcp, ptp, seq_kv, vv] { ops_.push_back(paged_load(*vcp, *ptp, *seq_kv, *vv)); };
+        } else {
+            kt = &tensor(kK, io, {b, hk, d, skv}, {skv * hk * d, d, 1, hk * d});
+            vv = &tensor(kV, io, {b, hk, skv, d}, {skv * hk * d, d, hk * d, 1});
+        }
         // S = Q K^T [b, h, s_q, s_kv] in f32, the lengths as the GEMM's M and N.
         const std::vector<int64_t> s_dims{b, h, sq, skv}, s_strides{h * sq * skv, sq * skv, skv, 1};
         const CudnnDesc& s = tensor(next_virtual(), f32, s_dims, s_strides, true);
-        ops_.push_back(matmul(q, kt, s, &seq_q, &seq_kv, nullptr));
-        const CudnnDesc& scaled = tensor(next_virtual(), f32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_MUL, f32, s, &scale, nullptr, scaled));
-        // Padding mask: row < seq_len_q and col < seq_len_kv.
-        const CudnnDesc& row = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, scaled, nullptr, nullptr, row, 2));
-        const CudnnDesc& col = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, scaled, nullptr, nullptr, col, 3));
-        const CudnnDesc& row_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, row, &seq_q, nullptr, row_ok));
-        const CudnnDesc& col_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, col, &seq_kv, nullptr, col_ok));
-        const CudnnDesc& in_range = tensor(next_virtual(), boolean, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_LOGICAL_AND, boolean, row_ok, &col_ok, nullptr, in_range));
-        const CudnnDesc& padded = tensor(next_virtual(), f32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, scaled, &neg_inf, &in_range, padded));
-        // Bottom-right causal mask: col <= row + seq_len_kv - seq_len_q.
-        const CudnnDesc& crow = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, f32, padded, nullptr, nullptr, crow, 2));
-        const CudnnDesc& ccol = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, f32, padded, nullptr, nullptr, ccol, 3));
-        const CudnnDesc& shifted = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, i32, crow, &seq_kv, nullptr, shifted));
-        const CudnnDesc& diagonal = tensor(next_virtual(), i32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, i32, shifted, &seq_q, nullptr, diagonal));
-        const CudnnDesc& causal = tensor(next_virtual(), boolean, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_GE, boolean, diagonal, &ccol, nullptr, causal));
-        const CudnnDesc& masked = tensor(next_virtual(), f32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, padded, &neg_inf, &causal, masked));
-        // Softmax over the keys, with the statistics branch (max + log of the sum) cuDNN's pattern includes.
+        ops_.push_back(matmul(q, *kt, s, seq_q, v.padding ? seq_kv : nullptr, nullptr));
+        const CudnnDesc* score = &tensor(next_virtual(), f32, s_dims, s_strides, true);
+        ops_.push_back(pointwise(CUDNN_POINTWISE_MUL, f32, s, &scale, nullptr, *score));
+        if (v.padding) {  // row < seq_len_q and col < seq_len_kv
+            const CudnnDesc& row = tensor(next_virtual(), i32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, *score, nullptr, nullptr, row, 2));
+            const CudnnDesc& col = tensor(next_virtual(), i32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, i32, *score, nullptr, nullptr, col, 3));
+            const CudnnDesc& row_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, row, seq_q, nullptr, row_ok));
+            const CudnnDesc& col_ok = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_LT, boolean, col, seq_kv, nullptr, col_ok));
+            const CudnnDesc& in_range = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_LOGICAL_AND, boolean, row_ok, &col_ok, nullptr, in_range));
+            const CudnnDesc& padded = tensor(next_virtual(), f32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, *score, &neg_inf, &in_range, padded));
+            score = &padded;
+        }
+        if (v.causal) {  // bottom-right with the lengths: col <= row + seq_len_kv - seq_len_q; else top-left
+            const cudnnDataType_t index_prec = v.causal_int_index ? i32 : f32;
+            const CudnnDesc& crow = tensor(next_virtual(), i32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, index_prec, *score, nullptr, nullptr, crow, 2));
+            const CudnnDesc& ccol = tensor(next_virtual(), i32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_GEN_INDEX, index_prec, *score, nullptr, nullptr, ccol, 3));
+            const CudnnDesc* diagonal = &crow;
+            if (v.padding) {
+                const CudnnDesc& shifted = tensor(next_virtual(), i32, s_dims, s_strides, true);
+                ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, i32, crow, seq_kv, nullptr, shifted));
+                diagonal = &tensor(next_virtual(), i32, s_dims, s_strides, true);
+                ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, i32, shifted, seq_q, nullptr, *diagonal));
+            }
+            const CudnnDesc& causal = tensor(next_virtual(), boolean, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_CMP_GE, boolean, *diagonal, &ccol, nullptr, causal));
+            const CudnnDesc& masked = tensor(next_virtual(), f32, s_dims, s_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, *score, &neg_inf, &causal, masked));
+            score = &masked;
+        }
+        // Softmax over the keys (with the statistics branch, max + log of the sum, where the variant has it).
         const std::vector<int64_t> r_dims{b, h, sq, 1}, r_strides{h * sq, sq, 1, 1};
         const CudnnDesc& row_max = tensor(next_virtual(), f32, r_dims, r_strides, true);
-        ops_.push_back(reduction(CUDNN_REDUCE_TENSOR_MAX, masked, row_max));
+        ops_.push_back(reduction(CUDNN_REDUCE_TENSOR_MAX, *score, row_max));
         const CudnnDesc& centred = tensor(next_virtual(), f32, s_dims, s_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, f32, masked, &row_max, nullptr, centred));
+        ops_.push_back(pointwise(CUDNN_POINTWISE_SUB, f32, *score, &row_max, nullptr, centred));
         const CudnnDesc& e = tensor(next_virtual(), f32, s_dims, s_strides, true);
         ops_.push_back(pointwise(CUDNN_POINTWISE_EXP, f32, centred, nullptr, nullptr, e));
         const CudnnDesc& row_sum = tensor(next_virtual(), f32, r_dims, r_strides, true);
         ops_.push_back(reduction(CUDNN_REDUCE_TENSOR_ADD, e, row_sum));
-        const CudnnDesc& log_sum = tensor(next_virtual(), f32, r_dims, r_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_LOG, f32, row_sum, nullptr, nullptr, log_sum));
-        const CudnnDesc& stats = tensor(next_virtual(), f32, r_dims, r_strides, true);
-        ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, f32, row_max, &log_sum, nullptr, stats));
+        if (v.stats) {
+            const CudnnDesc& log_sum = tensor(next_virtual(), f32, r_dims, r_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_LOG, f32, row_sum, nullptr, nullptr, log_sum));
+            const CudnnDesc& stats = tensor(next_virtual(), f32, r_dims, r_strides, true);
+            ops_.push_back(pointwise(CUDNN_POINTWISE_ADD, f32, row_max, &log_sum, nullptr, stats));
+        }
         // P in the activation dtype (the second GEMM's A operand must be).
         const CudnnDesc& p = tensor(next_virtual(), io, s_dims, s_strides, true);
         ops_.push_back(pointwise(CUDNN_POINTWISE_DIV, f32, e, &row_sum, nullptr, p));
-        // V [b, h_kv, s_kv, d] gathered from the pages, then O = P V with seq_len_kv as the GEMM's K.
-        const CudnnDesc& vv = tensor(next_virtual(), io, {b, hk, skv, d}, {d * skv * hk, d * skv, d, 1}, true);
-        ops_.push_back(paged_load(vc, pt_v, seq_kv, vv));
-        ops_.push_back(matmul(p, vv, o, &seq_q, nullptr, &seq_kv));
+        // O = P V with seq_len_kv as the GEMM's K.
+        if (deferred_v_load_) deferred_v_load_();
+        ops_.push_back(matmul(p, *vv, o, seq_q, nullptr, v.padding ? seq_kv : nullptr));
 
         std::vector<cudnnBackendDescriptor_t> op_handles;
         for (const CudnnDesc& op : ops_) op_handles.push_back(op.get());
         CudnnDesc graph(api_, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph", err_);
         graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, int64_t(op_handles.size()),
                   op_handles.data());
+        // The handle, as cudnn-frontend sets it where it has one (deprecated since 9.8, so by its number and with
+        // its status ignored: a cuDNN that dropped it builds the graph without).
+        if (graph.get() != nullptr && !err_.failed())
+            api_.set_attribute(graph.get(), static_cast<cudnnBackendAttributeName_t>(800), CUDNN_TYPE_HANDLE, 1,
+                               &handle_);
         graph.finalize();
         if (err_.failed()) {
             why = err_.what;
@@ -325,12 +359,14 @@ private:
     void keep(CudnnDesc&& d) { owned_.push_back(std::make_unique<CudnnDesc>(std::move(d))); }
 
     const CudnnApi& api_;
+    cudnnHandle_t handle_;
     SdpaKey k_;
     CudnnError err_;
     int64_t next_virtual_ = kFirstVirtual;
     // Tensors and the descriptors operations point to, at stable addresses while the graph is built.
     std::vector<std::unique_ptr<CudnnDesc>> owned_;
     std::vector<CudnnDesc> ops_;
+    std::function<void()> deferred_v_load_;  // V's paged load, queued after the softmax as cuDNN's pattern has it
 };
 
 // One cuDNN handle per device and the plans by shape (a shape cuDNN refused keeps its reason, so it is asked once).
@@ -346,9 +382,129 @@ State& state() {
     return *s;
 }
 
+// The device's handle (created on first use; st.mutex held), or nullptr with why.
+cudnnHandle_t handle_of(State& st, const CudnnApi& api, int device, std::string& why) {
+    auto it = st.handles.find(device);
+    if (it == st.handles.end()) {
+        cudnnHandle_t handle = nullptr;
+        const cudnnStatus_t status = api.create(&handle);
+        if (status != CUDNN_STATUS_SUCCESS) {
+            why = "cudnnCreate: " + cudnn_status_text(api, status);
+            return nullptr;
+        }
+        it = st.handles.emplace(device, handle).first;
+    }
+    return it->second;
+}
+
 cudnnDataType_t cudnn_dtype(DType dtype) { return dtype == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
 
+// The plan of the first of cudnn_attention_variants() cuDNN has an engine for, with its device buffers; nullptr with
+// each form's failure in `why`.
+std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, std::string& why) {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<SdpaPlan> plan;
+    std::string failures;
+    for (const SdpaGraphVariant& v : cudnn_attention_variants()) {
+        std::string failure;
+        plan = GraphBuilder(api, handle, key).build(v, failure);
+        if (plan != nullptr) {
+            plan->variant = v;
+            break;
+        }
+        failures += fmt::format("{}[{}] {}", failures.empty() ? "" : "; ", v.name(), failure);
+    }
+    if (plan == nullptr) {
+        why = failures;
+        return nullptr;
+    }
+    // The workspace, then the ragged offsets in int64 [b + 1], in int32 [b + 1] and seq_len_q [b].
+    const size_t ws = (size_t(plan->workspace_bytes) + 255) / 256 * 256;
+    const size_t bytes = ws + size_t(key.b + 1) * 8 + size_t(key.b + 1) * 4 + size_t(key.b) * 4;
+    if (cudaMalloc(&plan->workspace, bytes) != cudaSuccess) {
+        cudaGetLastError();
+        plan->workspace = nullptr;
+        why = fmt::format("no device memory for its {} bytes of workspace", bytes);
+        return nullptr;
+    }
+    plan->ragged = reinterpret_cast<int64_t*>(static_cast<char*>(plan->workspace) + ws);
+    plan->ragged_i32 = reinterpret_cast<int32_t*>(plan->ragged + key.b + 1);
+    plan->seq_len_q = plan->ragged_i32 + key.b + 1;
+    plan->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return plan;
+}
+
 }  // namespace
+
+std::string SdpaGraphVariant::name() const {
+    std::string n = kv == Kv::kPagedNhd ? "paged NHD" : kv == Kv::kPagedHnd ? "paged HND" : "dense K/V";
+    n += ragged_q ? (ragged_i64 ? ", ragged Q/O (int64)" : ", ragged Q/O (int32)") : ", padded Q/O";
+    if (!stats) n += ", no stats";
+    n += padding ? ", padding mask" : ", no padding mask";
+    n += causal ? (padding ? ", bottom-right causal" : ", top-left causal") : ", not causal";
+    if (causal && causal_int_index) n += " (int32 index)";
+    return n;
+}
+
+std::vector<SdpaGraphVariant> cudnn_attention_variants() {
+    SdpaGraphVariant base;
+    SdpaGraphVariant i32 = base, no_stats = base, int_index = base;
+    i32.ragged_i64 = false;
+    no_stats.stats = false;
+    int_index.causal_int_index = true;
+    return {base, i32, no_stats, int_index};
+}
+
+std::vector<SdpaGraphVariant> cudnn_attention_probe_variants() {
+    using Kv = SdpaGraphVariant::Kv;
+    SdpaGraphVariant hnd, dense_ragged, dense_padded, dense_top_left, dense_plain;
+    hnd.kv = Kv::kPagedHnd;
+    dense_ragged.kv = Kv::kDense;
+    dense_padded.kv = Kv::kDense;
+    dense_padded.ragged_q = false;
+    dense_top_left.kv = Kv::kDense;
+    dense_top_left.ragged_q = false;
+    dense_top_left.padding = false;
+    dense_plain = dense_top_left;
+    dense_plain.causal = false;
+    SdpaGraphVariant nhd_padded, hnd_padded;
+    nhd_padded.ragged_q = false;
+    hnd_padded.kv = Kv::kPagedHnd;
+    hnd_padded.ragged_q = false;
+    std::vector<SdpaGraphVariant> all = cudnn_attention_variants();
+    all.insert(all.end(), {hnd, nhd_padded, hnd_padded, dense_ragged, dense_padded, dense_top_left, dense_plain});
+    return all;
+}
+
+std::string cudnn_attention_probe(const SdpaGraphVariant& variant, int64_t b, int64_t s_q, int64_t heads,
+                                  int64_t kv_heads, int64_t head_dim, int64_t num_blocks, int64_t block_size,
+                                  int64_t max_blocks, DType dtype, double* build_ms) {
+    std::string why;
+    const CudnnApi* api = cudnn_api(&why);
+    if (api == nullptr) return why;
+    SdpaKey key;
+    TACO_CUDA_CHECK(cudaGetDevice(&key.device));
+    key.b = b;
+    key.s_q = s_q;
+    key.h = heads;
+    key.h_kv = kv_heads;
+    key.d = head_dim;
+    key.num_blocks = num_blocks;
+    key.block_size = block_size;
+    key.max_blocks = max_blocks;
+    key.dtype = cudnn_dtype(dtype);
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    cudnnHandle_t handle = handle_of(st, *api, key.device, why);
+    if (handle == nullptr) return why;
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<SdpaPlan> plan = GraphBuilder(*api, handle, key).build(variant, why);
+    if (build_ms != nullptr)
+        *build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return plan != nullptr ? std::string() : fmt::format("cuDNN {}: {}", api->version, why);
+}
+
+namespace {}  // namespace
 
 std::string cudnn_attention_unavailable() {
     std::string why;
@@ -392,36 +548,15 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
     if (auto it = st.refused.find(key); it != st.refused.end()) return it->second;
-    auto handle_it = st.handles.find(key.device);
-    if (handle_it == st.handles.end()) {
-        cudnnHandle_t handle = nullptr;
-        const cudnnStatus_t status = api->create(&handle);
-        if (status != CUDNN_STATUS_SUCCESS) return "cudnnCreate: " + cudnn_status_text(*api, status);
-        handle_it = st.handles.emplace(key.device, handle).first;
-    }
-    cudnnHandle_t handle = handle_it->second;
+    cudnnHandle_t handle = handle_of(st, *api, key.device, why);
+    if (handle == nullptr) return why;
     auto stream = static_cast<cudaStream_t>(ctx.stream);
     if (const cudnnStatus_t status = api->set_stream(handle, stream); status != CUDNN_STATUS_SUCCESS)
         return "cudnnSetStream: " + cudnn_status_text(*api, status);
 
     auto plan_it = st.plans.find(key);
     if (plan_it == st.plans.end()) {
-        const auto start = std::chrono::steady_clock::now();
-        std::unique_ptr<SdpaPlan> plan = GraphBuilder(*api, key).build(why);
-        if (plan != nullptr) {
-            // The workspace, then seq_len_q and the ragged offsets (8-byte aligned after it).
-            const size_t ws = (size_t(plan->workspace_bytes) + 255) / 256 * 256;
-            const size_t bytes = ws + size_t(key.b + 1) * 8 + size_t(key.b) * 4;
-            if (cudaMalloc(&plan->workspace, bytes) != cudaSuccess) {
-                cudaGetLastError();
-                plan->workspace = nullptr;
-                return fmt::format("cuDNN attention: no device memory for its {} bytes of workspace", bytes);
-            }
-            plan->ragged = reinterpret_cast<int64_t*>(static_cast<char*>(plan->workspace) + ws);
-            plan->seq_len_q = reinterpret_cast<int32_t*>(plan->ragged + key.b + 1);
-            plan->build_ms =
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        }
+        std::unique_ptr<SdpaPlan> plan = build_plan(*api, handle, key, why);
         if (plan == nullptr) {
             why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}",
                               key.b, key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
@@ -429,13 +564,17 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
             st.refused.emplace(key, why);
             return why;
         }
-        log_debug("cuDNN attention: plan for b={} s_q={} built in {:.1f} ms", key.b, key.s_q, plan->build_ms);
+        log_debug("cuDNN attention: plan for b={} s_q={} ({}) built in {:.1f} ms", key.b, key.s_q, plan->variant.name(),
+                  plan->build_ms);
         plan_it = st.plans.emplace(key, std::move(plan)).first;
     }
     SdpaPlan& plan = *plan_it->second;
+    if (!plan.variant.ragged_i64 && q.shape[0] * key.h * key.d > std::numeric_limits<int32_t>::max())
+        return fmt::format("cuDNN attention: {} query rows overflow its plan's int32 offsets", q.shape[0]);
 
     launch_cudnn_attention_prep(static_cast<const int32_t*>(batch.query_start.data), key.b, key.h * key.d,
-                                plan.seq_len_q, plan.ragged, stream);
+                                plan.seq_len_q, plan.ragged, plan.ragged_i32, stream);
+    void* ragged = plan.variant.ragged_i64 ? static_cast<void*>(plan.ragged) : static_cast<void*>(plan.ragged_i32);
     float scale = params.scale;
     float neg_inf = -std::numeric_limits<float>::infinity();
     const int64_t uids[] = {kQ,          kK,          kV,       kO,       kSeqLenQ, kSeqLenKv,
@@ -448,8 +587,8 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
                         batch.seq_lens.data,
                         batch.block_tables.data,
                         batch.block_tables.data,
-                        plan.ragged,
-                        plan.ragged,
+                        ragged,
+                        ragged,
                         &scale,
                         &neg_inf};
     CudnnError err;

@@ -19,11 +19,39 @@
 // Plain C++ header.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/ops.h"
 
 namespace taco::cuda {
+
+// A form of the graph. cuDNN matches graphs to its engines by their shape, and which forms a given cuDNN takes is
+// found by asking it: the op tries cudnn_attention_variants() in order and keeps the first with an engine.
+struct SdpaGraphVariant {
+    // K and V: our cache through page tables (NHD pages as a strided container), or (probes only) head-major pages
+    // [num_blocks, h_kv, block_size, d] or dense [b, s_kv, h_kv, d] rows.
+    enum class Kv { kPagedNhd, kPagedHnd, kDense };
+    Kv kv = Kv::kPagedNhd;
+    bool ragged_q = true;           // Q and O ragged over our packed rows (else padded [b, s_q] rows: probes)
+    bool ragged_i64 = true;         // the ragged offsets in int64 (else int32)
+    bool stats = true;              // the softmax's statistics branch (max + log of the sum), as cudnn-frontend emits
+    bool padding = true;            // the padding mask from the sequence lengths (paged K/V need it)
+    bool causal = true;             // bottom-right causal with the padding mask's lengths, top-left without
+    bool causal_int_index = false;  // the causal mask's GEN_INDEX in int32 (else in float, as cudnn-frontend)
+    std::string name() const;
+};
+
+// The forms that compute ops::paged_attention on our cache, in the order the op tries them.
+std::vector<SdpaGraphVariant> cudnn_attention_variants();
+// Forms that need another layout or lack a mask: what a cuDNN takes at all, for cuda_attention_bench's probe.
+std::vector<SdpaGraphVariant> cudnn_attention_probe_variants();
+// Builds (and does not run) the plan of `variant` for b sequences of up to s_q query tokens over a cache of
+// num_blocks blocks of block_size tokens, tables max_blocks wide: "" with build_ms set, or why not.
+std::string cudnn_attention_probe(const SdpaGraphVariant& variant, int64_t b, int64_t s_q, int64_t heads,
+                                  int64_t kv_heads, int64_t head_dim, int64_t num_blocks, int64_t block_size,
+                                  int64_t max_blocks, DType dtype, double* build_ms);
 
 // Empty when cuDNN is loaded and new enough for this path, else why not (in words).
 std::string cudnn_attention_unavailable();

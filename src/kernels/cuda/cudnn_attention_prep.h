@@ -6,8 +6,8 @@
 namespace taco::cuda {
 
 // From query_start [b + 1]: seq_len_q [b] and the ragged offsets [b + 1] of Q and O in elements
-// (query_start * row_elems), on `stream` (a cudaStream_t).
+// (query_start * row_elems), in int64 and in int32 (the graph's variant reads one), on `stream` (a cudaStream_t).
 void launch_cudnn_attention_prep(const int32_t* query_start, int64_t b, int64_t row_elems, int32_t* seq_len_q,
-                                 int64_t* ragged_offsets, void* stream);
+                                 int64_t* ragged_offsets, int32_t* ragged_offsets_i32, void* stream);
 
 }  // namespace taco::cuda

@@ -14,4 +14,12 @@ bool env_switch(const char* name, const char* env_value, const char* what) {
     return false;
 }
 
+bool env_opt_in(const char* name, const char* env_value, const char* what) {
+    const std::string_view value = env_value == nullptr ? std::string_view() : std::string_view(env_value);
+    if (value.empty() || value == "0") return false;
+    if (value == "1") return true;
+    TACO_CHECK_MSG(false, "{} is '{}': 1 turns {} on, 0 (the default) off", name, value, what);
+    return false;
+}
+
 }  // namespace taco::cuda

@@ -7,5 +7,7 @@ namespace taco::cuda {
 // A switch's meaning: unset or empty, and "1", on; "0" off; any other value aborts naming the variable, the value
 // and what the switch turns on.
 bool env_switch(const char* name, const char* env_value, const char* what);
+// An opt-in switch (a path still being measured): unset, empty and "0" off; "1" on; any other value aborts.
+bool env_opt_in(const char* name, const char* env_value, const char* what);
 
 }  // namespace taco::cuda

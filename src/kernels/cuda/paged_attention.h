@@ -52,10 +52,11 @@ enum class AttentionKernel {
                      // cannot run (benchmarks and the cross-check)
 };
 
-// Under kAuto, steps whose longest query chunk has at least this many tokens run on cuDNN's fused attention
-// (cudnn_attention.h) where it is loaded and takes the shape, the rest (and every step where it is not) on our
-// kernels. cuDNN sums in its own order, so such a step's rows differ from our kernels' in their last bits;
-// TACO_CUDA_CUDNN_ATTENTION=0 keeps every step on our kernels, whose rows do not depend on the batch or chunking.
+// With TACO_CUDA_CUDNN_ATTENTION=1, kAuto runs steps whose longest query chunk has at least this many tokens on
+// cuDNN's fused attention (cudnn_attention.h) where it is loaded and has an engine for the shape, the rest (and every
+// step where it has none) on our kernels. Opt-in while it is measured: on an H100 with PyTorch's cuDNN the graph
+// found no engine (bench/results/h100-2026-12-07). cuDNN sums in its own order, so such a step's rows differ from our
+// kernels' in their last bits; ours do not depend on the batch or chunking.
 constexpr int32_t kCudnnAttentionMinQueryLen = 256;
 
 // TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps on the decode kernel
@@ -65,8 +66,8 @@ bool decode_attention_enabled();
 // TACO_CUDA_DECODE_COOP, read once: unset or 1, the decode kernel's cooperative build (4 warps per CTA); 0, its
 // one-warp build (the same bits).
 bool decode_coop_enabled();
-// TACO_CUDA_CUDNN_ATTENTION, read once: unset or 1, kAuto runs long prefill steps on cuDNN
-// (kCudnnAttentionMinQueryLen); 0, never.
+// TACO_CUDA_CUDNN_ATTENTION, read once (env_opt_in): 1, kAuto runs long prefill steps on cuDNN
+// (kCudnnAttentionMinQueryLen); unset or 0, never.
 bool cudnn_attention_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
