@@ -89,9 +89,6 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
     "${common[@]}" --num-iters 3 --output-json "$out/bench_latency_tiled_decode.json"
   step bench_batch_tiled_decode 400 env TACO_CUDA_DECODE_ATTENTION=0 "$build/taco_llm" bench batch "$m" \
     "${common[@]}" --output-json "$out/bench_batch_tiled_decode.json"
-  # The decode kernel's one-warp build instead of its cooperative one: the cooperative build's before/after.
-  step bench_batch_one_warp_decode 400 env TACO_CUDA_DECODE_COOP=0 "$build/taco_llm" bench batch "$m" \
-    "${common[@]}" --output-json "$out/bench_batch_one_warp_decode.json"
 fi
 cat "$out/summary.txt"
 exit $status

@@ -363,9 +363,7 @@ TEST_F(CudaPagedAttention, TheDecodeKernelHasTheBitsOfTheGeneralKernel) {
             run(problem, general, params, cuda::SplitKv::kNever, cuda::AttentionKernel::kTiled);
             expect_written(general, c.shape.heads * c.shape.head_dim);
             for (cuda::SplitKv split : {cuda::SplitKv::kNever, cuda::SplitKv::kAlways, cuda::SplitKv::kAuto}) {
-                for (cuda::AttentionKernel kernel :
-                     {cuda::AttentionKernel::kDecode, cuda::AttentionKernel::kDecodeOneWarp,
-                      cuda::AttentionKernel::kAuto}) {
+                for (cuda::AttentionKernel kernel : {cuda::AttentionKernel::kDecode, cuda::AttentionKernel::kAuto}) {
                     AttentionProblem::Run decode = problem.prepare(seqs, ids, 3);
                     run(problem, decode, params, split, kernel);
                     EXPECT_EQ(bytes_of(general.out_dev), bytes_of(decode.out_dev))

@@ -38,12 +38,6 @@ bool decode_attention_enabled() {
     return enabled;
 }
 
-bool decode_coop_enabled() {
-    static const bool enabled =
-        env_switch("TACO_CUDA_DECODE_COOP", std::getenv("TACO_CUDA_DECODE_COOP"), "the cooperative decode kernel");
-    return enabled;
-}
-
 bool cudnn_attention_enabled() {
     static const bool enabled = env_opt_in("TACO_CUDA_CUDNN_ATTENTION", std::getenv("TACO_CUDA_CUDNN_ATTENTION"),
                                            "cuDNN's fused attention for long prefill steps");
@@ -121,9 +115,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     // Steps of one query token per sequence (decode) take the decode kernel: one CTA per token and head chunk, so
     // a row's CTA never depends on the other rows (every query length is correct there; longer ones only waste it).
     p.decode = p.tensor_cores && batch.max_query_len <= 1 && decode_attention_supports(act, cache, int(head_dim)) &&
-               ((kernel == AttentionKernel::kAuto && decode_attention_enabled()) ||
-                kernel == AttentionKernel::kDecode || kernel == AttentionKernel::kDecodeOneWarp);
-    p.decode_one_warp = p.decode && (kernel == AttentionKernel::kDecodeOneWarp || !decode_coop_enabled());
+               ((kernel == AttentionKernel::kAuto && decode_attention_enabled()) || kernel == AttentionKernel::kDecode);
     const int rows_per_cta = p.decode         ? kDecodeAttentionRowsPerCta
                              : p.tensor_cores ? kMmaAttentionRowsPerCta
                                               : kAttentionRowsPerCta;
@@ -152,8 +144,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     const int64_t ctas = int64_t(grid_x) * grid_y;
     // The CTAs the GPU runs at once: the decode kernel's (one warp each, several per SM) fill it; the others aim at
     // two per SM.
-    const int64_t resident =
-        p.decode ? int64_t(decode_attention_ctas_per_sm(act, p.decode_one_warp, int(head_dim))) * sms : 2 * sms;
+    const int64_t resident = p.decode ? int64_t(decode_attention_ctas_per_sm(act, int(head_dim))) * sms : 2 * sms;
     bool split_kv = false;
     switch (split) {
         case SplitKv::kNever: break;

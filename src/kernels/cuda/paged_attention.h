@@ -35,9 +35,9 @@ enum class SplitKv {
 // partitions of max_seq_len keys] states of head_dim + 2 floats, at most kMaxAttentionScratchBytes. Monotone in every
 // argument, so the dry run at the largest step reserves enough for every step.
 
-// Under kAuto every decode step the decode kernel supports runs on it. With the one-warp build, steps of fewer than
-// 32 (token, head chunk) CTAs ran faster on the general kernel (latency-bound: bench/results/h100-2026-12-06); the
-// cooperative build is as fast there and much faster on long contexts (the 8B shape on an H100, per layer: bs=1 at
+// Under kAuto every decode step the decode kernel supports runs on it. With its earlier one-warp build, steps of fewer
+// than 32 (token, head chunk) CTAs ran faster on the general kernel (latency-bound: bench/results/h100-2026-12-06);
+// the four-warp build is as fast there and much faster on long contexts (the 8B shape on an H100, per layer: bs=1 at
 // 1k keys 16.6 us against the general kernel's 15.9, bs=2 17.9 against 18.4, bs=1 at 32k keys 119 us against 184;
 // bench/results/h100-2026-12-07). Either kernel gives a row the same bits.
 
@@ -46,10 +46,9 @@ enum class AttentionKernel {
               // the CUDA cores
     kTiled,   // the tensor cores' general kernel for decode steps too (benchmarks and the cross-check of the two)
     kDecode,  // the decode kernel for every decode step it supports (benchmarks and the cross-check of the two)
-    kDecodeOneWarp,  // kDecode with its one-warp kernel (the cooperative one's before/after)
-    kCudaCores,      // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
-    kCudnn,          // cuDNN's fused attention (cudnn_attention.h) for every step; aborts with the reason where it
-                     // cannot run (benchmarks and the cross-check)
+    kCudaCores,  // the CUDA cores' kernel always (benchmarks and the cross-check of the two)
+    kCudnn,      // cuDNN's fused attention (cudnn_attention.h) for every step; aborts with the reason where it
+                 // cannot run (benchmarks and the cross-check)
 };
 
 // With TACO_CUDA_CUDNN_ATTENTION=1, kAuto runs steps whose longest query chunk has at least this many tokens on
@@ -63,9 +62,6 @@ constexpr int32_t kCudnnAttentionMinQueryLen = 256;
 // (paged_attention_decode.cu); 0, every decode step on the general
 // tensor-core kernel (the decode kernel's before/after in one run; a row has the same bits either way).
 bool decode_attention_enabled();
-// TACO_CUDA_DECODE_COOP, read once: unset or 1, the decode kernel's cooperative build (4 warps per CTA); 0, its
-// one-warp build (the same bits).
-bool decode_coop_enabled();
 // TACO_CUDA_CUDNN_ATTENTION, read once (env_opt_in): 1, kAuto runs long prefill steps on cuDNN
 // (kCudnnAttentionMinQueryLen); unset or 0, never.
 bool cudnn_attention_enabled();

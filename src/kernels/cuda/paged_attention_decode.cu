@@ -1,14 +1,13 @@
 // ops::paged_attention for decode steps on the tensor cores (flash-decoding): a CTA takes one query token's rows of
 // one kv head (the heads of a GQA group chunk, up to 16: the mma's M) over a stride of its partitions. Decode is
-// bound by the bytes of K and V, so the kernel is built to keep them streaming. Two builds:
+// bound by the bytes of K and V, so the kernel is built to keep them streaming.
 //
-// - Cooperative (the default): four warps share a CTA's tiles, each scoring a quarter of a tile's keys and
-//   accumulating a quarter of O's dims (47 KB of shared memory at head dim 128: four CTAs, 16 warps, per SM).
-// - One warp (TACO_CUDA_DECODE_COOP=0, AttentionKernel::kDecodeOneWarp): no CTA barrier, 43 KB at head dim 128,
-//   five CTAs (5 warps) per SM, each streaming on its own. Measured on an H100 (bench/results/h100-2026-12-06) it
-//   issued an instruction every 5 cycles from one warp per scheduler: bound by its one warp's latency, not by bytes,
-//   which is why the cooperative build puts four warps on each pair of K/V buffers.
-//
+// - Four warps share a CTA's tiles, each scoring a quarter of a tile's keys and accumulating a quarter of O's dims
+//   (47 KB of shared memory at head dim 128: four CTAs, 16 warps, per SM). An earlier build gave each CTA one warp
+//   (43 KB, five warps per SM); on an H100 it issued an instruction every 5 cycles from one warp per scheduler, bound
+//   by its one warp's latency (bench/results/h100-2026-12-06), and the four-warp build replaced it after the side by
+//   side of bench/results/h100-2026-12-07 (per layer bs=1 16.6 against 20.1 us, bs=64 118 against 124, 32k keys 119
+//   against 132; end to end no slower at any batch size).
 // - K and V of a tile land in their own buffers, V behind K: the scores of a tile start when its K has landed, the
 //   next tile's K is asked for as soon as the scores are done, its V as soon as P V is done, so a tile's copies run
 //   under the arithmetic of the one before. The next tile's block-table reads are issued before the wait. The bulk
@@ -21,11 +20,10 @@
 //   partition's state for paged_attention.cu's merge kernel; unsplit, one CTA walks all of the row's partitions and
 //   merges them itself.
 //
-// The one-warp build takes every tile through paged_attention_tile.cuh's tile_scores and tile_accumulate, the
-// cooperative one splits them over its warps with the same instructions in the same order (as the general kernel's
-// cooperative walk), and partitions are merged with paged_attention_common.cuh's merge in increasing order, as in the
-// general kernel (paged_attention_mma.cu): a row has the same bits in every kernel, split or not (paged_attention.h's
-// contract; tests/cuda pins it).
+// The warps split paged_attention_tile.cuh's tile_scores and tile_accumulate with the same instructions in the same
+// order (as the general kernel's cooperative walk), and partitions are merged with paged_attention_common.cuh's merge
+// in increasing order, as in the general kernel (paged_attention_mma.cu): a row has the same bits in every kernel,
+// split or not (paged_attention.h's contract; tests/cuda pins it).
 //
 // Invalid metadata makes NaN rows as in the general kernel: a row whose position is past its sequence, block table
 // or max_seq_len (written by this kernel unsplit, by the merge kernel split), and a row that sees a key whose block
@@ -56,53 +54,20 @@ namespace {
 constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Shared memory: K and V [kKeys][S] (2-byte elements), then Q [16][S] and the unsplit walk's merged output of the
-// lane's two rows [D / 8 * 4][32] floats. Head dims up to 128 hold Q in registers once loaded, so the merged output
-// takes Q's place (at 128: 43 KB in all, five CTAs to an SM).
+// Shared memory sizes: K and V [kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a lane's
+// two rows [D / 8 * 4][32] floats.
 template <int D>
 constexpr size_t kDecodeKvBytes = size_t(2 * kKeysPerTile<D>) * kRowStride<D> * 2;
 template <int D>
 constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
 template <int D>
 constexpr size_t kDecodeTotalBytes = size_t(D / 8 * 4) * 32 * sizeof(float);
-template <int D>
-constexpr size_t kDecodeSmemBytes = kDecodeKvBytes<D> +
-                                    (kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
-                                                      : kDecodeQBytes<D> + kDecodeTotalBytes<D>);
 
-// Hopper: a tile's K or V rows by the bulk copy engine, one copy per row of a key (lane l: keys l and l + 32, at
-// element offsets off0 and off1 of the cache, or none), completing on `bar`; rows without a key are zeroed (a weight
-// of 0 times them must stay 0). Every lane's earlier reads and writes of dst are fenced before the copies.
-template <class T, int D>
-__device__ __forceinline__ void bulk_stage_rows(T* dst, const T* cache, int64_t off0, int64_t off1, uint64_t* bar,
-                                                int lane) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int kKeys = kKeysPerTile<D>, S = kRowStride<D>;
-    constexpr uint32_t kRowBytes = D * sizeof(T);
-    const uint32_t rows =
-        __popc(__ballot_sync(kFullWarp, off0 >= 0)) + __popc(__ballot_sync(kFullWarp, kKeys > 32 && off1 >= 0));
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncwarp();
-    // The arrival may come after some copies have landed: the phase completes only with it.
-    if (lane == 0) mbarrier_arrive_expect_tx(bar, rows * kRowBytes);
-    const uint64_t policy = l2_evict_first_policy();  // a decode step reads each key once
-    const auto row = [&](int i, int64_t offset) {
-        T* d = dst + i * S;
-        if (offset >= 0) {
-            bulk_copy_to_shared(d, cache + offset, kRowBytes, bar, policy);
-        } else {
-#pragma unroll
-            for (int c = 0; c < D; c += 8) *reinterpret_cast<uint4*>(d + c) = make_uint4(0, 0, 0, 0);
-        }
-    };
-    row(lane, off0);
-    if (kKeys > 32) row(lane + 32, off1);
-#endif
-}
-
-// The cooperative kernel's staging (one warp stages a tile's K or V for all four): the bytes are announced first
-// (expect_tx), then rows without a key are zeroed and the copies issued, and only then does lane 0 arrive, so that
-// the phase the other warps wait for completes after the zeroed rows are written (the arrival releases them).
+// Hopper: a tile's K or V rows by the bulk copy engine, one warp staging them for all four, one copy per row of a key
+// (lane l: keys l and l + 32, at element offsets off0 and off1 of the cache, or none), completing on `bar`; rows
+// without a key are zeroed (a weight of 0 times them must stay 0). The bytes are announced first (expect_tx), then
+// rows without a key are zeroed and the copies issued, and only then does lane 0 arrive, so that the phase the other
+// warps wait for completes after the zeroed rows are written (the arrival releases them).
 template <class T, int D>
 __device__ __forceinline__ void bulk_stage_rows_for_ctas(T* dst, const T* cache, int64_t off0, int64_t off1,
                                                          uint64_t* bar, int lane) {
@@ -131,191 +96,14 @@ __device__ __forceinline__ void bulk_stage_rows_for_ctas(T* dst, const T* cache,
 #endif
 }
 
-template <class T, int D, bool kUpperRows, bool kPlainScores>
-__global__ void __launch_bounds__(32) paged_decode_attention_kernel(const AttentionLaunch p) {
-    grid_dependency_wait();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk copy engine; other GPUs run the general kernel
-    constexpr int kKeys = kKeysPerTile<D>;
-    constexpr int S = kRowStride<D>;
-    constexpr int kKeyBlocks = kKeys / 8;  // n8 blocks of a score tile
-    constexpr int kDimBlocks = D / 8;      // n8 blocks of the output
-    constexpr int kVecs = D / 8;           // 16-byte pieces of a row
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* k_s = reinterpret_cast<T*>(smem_raw);
-    T* v_s = k_s + kKeys * S;
-    T* q_s = v_s + kKeys * S;
-    float* total_s = reinterpret_cast<float*>(smem_raw + kDecodeKvBytes<D> + (kQInRegisters<D> ? 0 : kDecodeQBytes<D>));
-    __shared__ __align__(8) uint64_t landed[2];  // K's and V's barriers: each completes once per tile
-
-    const int lane = int(threadIdx.x), g = lane / 4, t = lane % 4;
-    const int token = int(blockIdx.x);
-    const int kv_head = int(blockIdx.y) / p.head_chunks, chunk = int(blockIdx.y) % p.head_chunks;
-    const bool split = p.partials != nullptr;
-    // The token's sequence, position and window (every head of the token shares them); the CTA's first head exists.
-    const RowInfo info = row_info(p, token, kv_head * p.group + chunk * p.heads_per_cta);
-    if (info.state == kRowNone) return;  // padding
-    RowInfo row[2];
-    bool mine[2];
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-        const int in_group = chunk * p.heads_per_cta + g + 8 * rr;
-        row[rr] = info;
-        row[rr].head = kv_head * p.group + in_group;
-        if (g + 8 * rr >= p.heads_per_cta || in_group >= p.group) row[rr].state = kRowNone;
-        mine[rr] = row[rr].state == kRowOk;
-    }
-    T* out = static_cast<T*>(p.out);
-    if (info.state == kRowBad) {
-        if (split) return;  // the merge kernel writes the NaN rows
-        for (int e = lane; e < kRows * D; e += 32) {
-            const int r = e / D, in_group = chunk * p.heads_per_cta + r;
-            if (r < p.heads_per_cta && in_group < p.group)
-                out[(int64_t(token) * p.num_heads + kv_head * p.group + in_group) * D + e % D] = from_f32<T>(NAN);
-        }
-        return;
-    }
-    const int key_begin = info.first, key_end = info.pos + 1;
-    const int z_hi = (key_end - 1) / kPartitionKeys, z_step = int(gridDim.z);
-    int z = key_begin / kPartitionKeys + int(blockIdx.z);
-    if (z > z_hi) return;  // split: more CTAs than this row has partitions
-
-    // Q's rows (zeros past the group), then its A fragments.
-    const T* q = static_cast<const T*>(p.q);
-    for (int e = lane; e < kRows * kVecs; e += 32) {
-        const int r = e / kVecs, c = e % kVecs * 8, in_group = chunk * p.heads_per_cta + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r < p.heads_per_cta && in_group < p.group)
-            v = *reinterpret_cast<const uint4*>(q + (int64_t(token) * p.num_heads + kv_head * p.group + in_group) * D +
-                                                c);
-        *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
-    }
-    __syncwarp();
-    const T* q_lane = q_lane_of<T, D>(q_s, lane);
-    uint32_t q_frag[kQFrags<D>][4];
-    load_q_fragments<T, D>(q_frag, q_lane);
-
-    const T* k_cache = static_cast<const T*>(p.k_cache);
-    const T* v_cache = static_cast<const T*>(p.v_cache);
-    const int32_t* table = p.block_tables + int64_t(info.seq) * p.max_blocks;
-    // Partition zz's tiles: from the one holding its first visible key up to its last visible key.
-    const auto first_tile = [&](int zz) { return max(key_begin, zz * kPartitionKeys) / kKeys * kKeys; };
-    const auto keys_end_of = [&](int zz) { return min(key_end, (zz + 1) * kPartitionKeys); };
-    // Key offsets of tile `at` of partition zz: lane l holds keys l and l + 32.
-    const auto offsets_of = [&](int at, int zz, int64_t& off0, int64_t& off1) {
-        off0 = key_row_offset(p, table, at + lane, keys_end_of(zz), kv_head, D);
-        off1 = kKeys > 32 ? key_row_offset(p, table, at + lane + 32, keys_end_of(zz), kv_head, D) : kNoKey;
-    };
-    // The mask of a tile's keys whose block id is outside the cache.
-    const auto bad_keys_of = [&](int64_t off0, int64_t off1) {
-        return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
-               uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
-    };
-    // Staging a tile's K or V (keys off0 / off1 of each lane) by bulk copies on the buffer's barrier, whose phase
-    // flips once per tile, and waiting for it.
-    if (lane == 0) {
-        mbarrier_init(&landed[0], 1);
-        mbarrier_init(&landed[1], 1);
-        mbarrier_init_fence();
-    }
-    __syncwarp();
-    uint32_t parity = 0;
-    const auto stage = [&](int which, int64_t off0, int64_t off1) {
-        bulk_stage_rows<T, D>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1, &landed[which], lane);
-    };
-    const auto wait_for = [&](int which) {
-        mbarrier_wait(&landed[which], parity);
-        __syncwarp();  // the zeroed rows of other lanes too
-    };
-
-    // The first tile: K, then V.
-    int tile = first_tile(z);
-    uint64_t bad_mask;
-    {
-        int64_t off0, off1;
-        offsets_of(tile, z, off0, off1);
-        bad_mask = bad_keys_of(off0, off1);
-        stage(0, off0, off1);
-        stage(1, off0, off1);
-    }
-    float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
-    bool poisoned[2] = {false, false};
-    float* my_total = total_s + lane;  // element i at my_total[32 i]
-    if (!split) {
-        __syncwarp();  // every lane's Q fragments are loaded (the totals may take Q's place)
-#pragma unroll
-        for (int i = 0; i < kDimBlocks * 4; ++i) my_total[32 * i] = 0;
-    }
-    for (; z <= z_hi; z += z_step) {
-        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0};
-        float o[kDimBlocks][4];
-#pragma unroll
-        for (int nd = 0; nd < kDimBlocks; ++nd) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0;
-        bool bad[2] = {false, false};
-        for (;;) {  // the tiles of partition z; `tile` is in flight
-            // The tile after this one: the next of this partition, else the first of this CTA's next partition.
-            int next_z = z, next_tile = tile + kKeys;
-            if (next_tile >= keys_end_of(z)) {
-                next_z = z + z_step;
-                next_tile = next_z <= z_hi ? first_tile(next_z) : 0;
-            }
-            const bool has_next = next_z <= z_hi;
-            int64_t off0 = kNoKey, off1 = kNoKey;
-            if (has_next) offsets_of(next_tile, next_z, off0, off1);  // block-table reads in flight from here
-
-            wait_for(0);  // this tile's K (its V may still be in flight)
-            float s[kKeyBlocks][4];
-            tile_scores<T, D, kUpperRows, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, bad_mask, s, m,
-                                                        l, o, bad);
-            __syncwarp();  // every lane is done with K
-            if (has_next) {
-                bad_mask = bad_keys_of(off0, off1);
-                stage(0, off0, off1);
-            }
-            wait_for(1);  // this tile's V (the next K may still be in flight)
-            tile_accumulate<T, D>(v_s, lane, s, o);
-            __syncwarp();  // every lane is done with V
-            if (has_next) stage(1, off0, off1);
-            parity ^= 1;
-            tile = next_tile;
-            if (next_z != z) break;
-        }
-        // Partition z's state: to the partials (split) or merged into the totals in increasing z (unsplit).
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr) {
-            const bool row_bad = quad_any(bad[rr]);
-            if (!mine[rr]) continue;
-            if (split) {
-                float* part =
-                    p.partials + ((int64_t(token) * p.num_heads + row[rr].head) * p.num_partitions + z) * (D + 2);
-                write_partition_state(part, t == 0, row_bad, m[rr], l[rr], o, 0, kDimBlocks, rr, t);
-                continue;
-            }
-            poisoned[rr] = poisoned[rr] || row_bad;
-            if (m[rr] == -INFINITY) continue;
-            float a, b;
-            merge_scales(total_m[rr], total_l[rr], m[rr], l[rr], a, b);
-            merge_partition_state(my_total, a, b, o, 0, kDimBlocks, rr);
-        }
-    }
-    if (split) return;
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-        if (mine[rr])
-            write_merged_row(out + (int64_t(token) * p.num_heads + row[rr].head) * D, my_total, total_l[rr],
-                             poisoned[rr], 0, kDimBlocks, rr, t);
-    }
-#endif
-}
-
-// The cooperative decode kernel: kCoopWarps warps share one (token, head chunk)'s tiles, as the general kernel's
-// cooperative walk does, so that an SM holds several warps per tile in flight where the one-warp kernel holds one
-// (its K and V buffers are most of the shared memory). Warp w scores the tile's key blocks w kCoopKeyBlocks.. and
-// accumulates O's dim blocks w kCoopDimBlocks..; the tile's row maxima and its weights P pass through shared memory.
-// Each value is the same instructions on the same inputs, in the same order, as in tile_scores and tile_accumulate
-// (the max is exact in any order; the sum of P runs over the whole tile in the one-warp order), so a row has the
-// same bits as in the general and one-warp kernels. Per tile: wait for K, scores, barrier (maxima; K is free: warp 0
-// asks for the next tile's K), weights, barrier (P), the sum, wait for V, P V, barrier (V is free: warp 1 asks for
-// the next tile's V).
+// The decode kernel: kCoopWarps warps share one (token, head chunk)'s tiles, as the general kernel's cooperative walk
+// does, so that an SM holds several warps per tile in flight (K and V buffers are most of the shared memory). Warp w
+// scores the tile's key blocks w kCoopKeyBlocks.. and accumulates O's dim blocks w kCoopDimBlocks..; the tile's row
+// maxima and its weights P pass through shared memory. Each value is the same instructions on the same inputs, in the
+// same order, as in tile_scores and tile_accumulate (the max is exact in any order; the sum of P runs over the whole
+// tile in tile_accumulate's order), so a row has the same bits as in the general kernel. Per tile: wait for K, scores,
+// barrier (maxima; K is free: warp 0 asks for the next tile's K), weights, barrier (P), the sum, wait for V, P V,
+// barrier (V is free: warp 1 asks for the next tile's V).
 constexpr int kCoopWarps = 4;
 template <int D>
 constexpr int kCoopKeyBlocks = kKeysPerTile<D> / 8 / kCoopWarps;
@@ -328,7 +116,8 @@ static_assert(kKeysPerTile<64> / 8 % kCoopWarps == 0 && kKeysPerTile<256> / 8 % 
 // floats. 47 KB at head dim 128: four CTAs (16 warps) to an SM.
 template <int D>
 constexpr size_t kCoopPBytes = size_t(16) * kKeysPerTile<D> * sizeof(float);
-// Q's and the totals' bytes (the one-warp kernel's layout after K and V).
+// Q's and the totals' bytes (after K and V; head dims up to 128 hold Q in registers once loaded, so the totals take
+// Q's place).
 template <int D>
 constexpr size_t kDecodeQTotalBytes = kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
                                                        : kDecodeQBytes<D> + kDecodeTotalBytes<D>;
@@ -586,80 +375,64 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
 }
 
 // The kernel of (T, D, flags) with its shared memory opted in (once per device), and how many of its CTAs an SM
-// holds: the cooperative kernel (kCoop) or the one-warp kernel.
-template <class T, int D, bool kUpperRows, bool kPlainScores, bool kCoop>
+// holds.
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 int prepared_ctas_per_sm() {
     return once_per_device([](int) {
-        auto kernel = kCoop ? paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>
-                            : paged_decode_attention_kernel<T, D, kUpperRows, kPlainScores>;
-        constexpr size_t smem = kCoop ? kCoopSmemBytes<D> : kDecodeSmemBytes<D>;
-        constexpr int threads = kCoop ? kCoopWarps * 32 : 32;
+        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>;
+        constexpr size_t smem = kCoopSmemBytes<D>;
         int ctas_per_sm = 0;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, threads, smem));
+        TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kCoopWarps * 32, smem));
         TACO_CHECK_MSG(ctas_per_sm >= 1, "paged_attention (decode): no CTA of head dim {} fits an SM", D);
         return ctas_per_sm;
     });
 }
 
-template <class T, int D, bool kUpperRows, bool kPlainScores, bool kCoop>
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
-    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores, kCoop>();
-    if constexpr (kCoop) {
-        launch_kernel("paged_decode_attention_coop_kernel",
-                      paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>,
-                      dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D>, stream, p);
-    } else {
-        launch_kernel("paged_decode_attention_kernel", paged_decode_attention_kernel<T, D, kUpperRows, kPlainScores>,
-                      dim3(p.grid_x, p.grid_y, p.grid_z), 32, kDecodeSmemBytes<D>, stream, p);
-    }
-}
-
-template <class T, int D, bool kCoop>
-int run_decode_of(const AttentionLaunch* p, cudaStream_t stream) {
-    if (p == nullptr)
-        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false, kCoop>(),
-                                 prepared_ctas_per_sm<T, D, false, true, kCoop>()),
-                        std::min(prepared_ctas_per_sm<T, D, true, false, kCoop>(),
-                                 prepared_ctas_per_sm<T, D, true, true, kCoop>()));
-    const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
-    if (upper) {
-        plain ? launch_decode<T, D, true, true, kCoop>(*p, stream)
-              : launch_decode<T, D, true, false, kCoop>(*p, stream);
-    } else {
-        plain ? launch_decode<T, D, false, true, kCoop>(*p, stream)
-              : launch_decode<T, D, false, false, kCoop>(*p, stream);
-    }
-    return 0;
+    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores>();
+    launch_kernel("paged_decode_attention_coop_kernel",
+                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>,
+                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D>, stream, p);
 }
 
 // Without a launch: how many CTAs of the (T, D) kernels an SM holds at the least (the split choice). With one: queues
 // the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per CTA; the plain
 // score without ALiBi or soft-capping), and returns 0.
 template <class T, int D>
-int run_decode(bool one_warp, const AttentionLaunch* p, cudaStream_t stream) {
-    return one_warp ? run_decode_of<T, D, false>(p, stream) : run_decode_of<T, D, true>(p, stream);
+int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
+    if (p == nullptr)
+        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
+                        std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
+    const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
+    if (upper) {
+        plain ? launch_decode<T, D, true, true>(*p, stream) : launch_decode<T, D, true, false>(*p, stream);
+    } else {
+        plain ? launch_decode<T, D, false, true>(*p, stream) : launch_decode<T, D, false, false>(*p, stream);
+    }
+    return 0;
 }
 
 // run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
 // general kernel takes the others with the same bits).
 template <class T>
-int run_decode_for_dims(bool one_warp, int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
+int run_decode_for_dims(int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
     switch (head_dim) {
-        case 64: return run_decode<T, 64>(one_warp, p, stream);
-        case 80: return run_decode<T, 80>(one_warp, p, stream);
-        case 96: return run_decode<T, 96>(one_warp, p, stream);
-        case 128: return run_decode<T, 128>(one_warp, p, stream);
-        case 256: return run_decode<T, 256>(one_warp, p, stream);
+        case 64: return run_decode<T, 64>(p, stream);
+        case 80: return run_decode<T, 80>(p, stream);
+        case 96: return run_decode<T, 96>(p, stream);
+        case 128: return run_decode<T, 128>(p, stream);
+        case 256: return run_decode<T, 256>(p, stream);
         default: TACO_CHECK_MSG(false, "paged_attention (decode): head dim {}", head_dim);
     }
     return 0;
 }
 
-int run_decode_for(DType act, bool one_warp, int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
-    if (act == DType::kBF16) return run_decode_for_dims<__nv_bfloat16>(one_warp, head_dim, p, stream);
+int run_decode_for(DType act, int head_dim, const AttentionLaunch* p, cudaStream_t stream) {
+    if (act == DType::kBF16) return run_decode_for_dims<__nv_bfloat16>(head_dim, p, stream);
     TACO_CHECK_MSG(act == DType::kF16, "paged_attention (decode): {} activations", dtype_name(act));
-    return run_decode_for_dims<__half>(one_warp, head_dim, p, stream);
+    return run_decode_for_dims<__half>(head_dim, p, stream);
 }
 
 }  // namespace
@@ -669,14 +442,12 @@ bool decode_attention_supports(DType act, DType cache, int head_dim) {
     return (act == DType::kBF16 || act == DType::kF16) && cache == act && dims && hopper_code_runs();
 }
 
-int decode_attention_ctas_per_sm(DType act, bool one_warp, int head_dim) {
-    return run_decode_for(act, one_warp, head_dim, nullptr, nullptr);
-}
+int decode_attention_ctas_per_sm(DType act, int head_dim) { return run_decode_for(act, head_dim, nullptr, nullptr); }
 
 void launch_paged_decode_attention(const AttentionLaunch& p, void* stream) {
     TACO_CHECK_MSG(p.tokens_per_cta == 1 && p.heads_per_cta <= kRows,
                    "paged_attention (decode): {} tokens of {} heads per CTA", p.tokens_per_cta, p.heads_per_cta);
-    run_decode_for(p.act, p.decode_one_warp, p.head_dim, &p, as_stream(stream));
+    run_decode_for(p.act, p.head_dim, &p, as_stream(stream));
 }
 
 }  // namespace taco::cuda

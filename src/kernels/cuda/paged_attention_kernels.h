@@ -42,7 +42,6 @@ struct AttentionLaunch {
     DType act, cache;                 // q and out; the caches (act or f32)
     bool tensor_cores;                // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
     bool decode;                      // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
-    bool decode_one_warp;             // with decode: its one-warp kernel, else the cooperative one (4 warps)
     unsigned grid_x, grid_y, grid_z;  // token tiles, kv heads x head chunks, partitions (1 without split)
     int threads;                      // the CUDA cores' kernel: 32 per row
     size_t smem_bytes;                // the CUDA cores' kernel: its dynamic shared memory
@@ -55,11 +54,11 @@ void launch_paged_attention_mma(const AttentionLaunch& launch, void* stream);
 
 // The decode kernel (paged_attention_decode.cu): f16/bf16 queries with a cache of the same dtype at head dims 64, 80,
 // 96, 128 and 256, on GPUs that run the binary's sm_90 code (the bulk copy engine); one query token per CTA
-// (tokens_per_cta 1, heads_per_cta <= kDecodeAttentionRowsPerCta), four warps or one (decode_one_warp); with partials,
+// (tokens_per_cta 1, heads_per_cta <= kDecodeAttentionRowsPerCta), four warps; with partials,
 // CTA z of a row takes its partitions z, z + grid_z, ... How many of its CTAs an SM holds (the split choice fills the
 // GPU with them):
 bool decode_attention_supports(DType act, DType cache, int head_dim);
-int decode_attention_ctas_per_sm(DType act, bool one_warp, int head_dim);
+int decode_attention_ctas_per_sm(DType act, int head_dim);
 void launch_paged_decode_attention(const AttentionLaunch& launch, void* stream);
 
 // Queues the attention kernel (any of the three) and, with partials, the merge kernel on the stream (a cudaStream_t).
