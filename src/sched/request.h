@@ -30,6 +30,9 @@ struct Request {
     bool skip_prefix_cache = false;  // compute every token (prompt logprobs need the logits of each position)
     RequestStatus status = RequestStatus::kWaiting;
     int64_t num_preemptions = 0;
+    // num_tokens when last admitted: its prefill ends when num_computed_tokens reaches this (tokens only grow by
+    // sampling, which waits for that); until then a running request is "partially prefilled".
+    int64_t num_prefill_tokens = 0;
 
     int64_t num_tokens() const { return int64_t(token_ids.size()); }
     int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <tuple>
 
 #include "core/check.h"
@@ -20,7 +21,31 @@ Status SchedulerConfig::validate() const {
     if (long_prefill_token_threshold > 0 && !enable_chunked_prefill)
         return error("--long-prefill-token-threshold {} splits prompts into chunks: it needs chunked prefill",
                      long_prefill_token_threshold);
+    if (max_num_partial_prefills < 0)
+        return error("--max-num-partial-prefills must be at least 1, got {}", max_num_partial_prefills);
+    if (max_long_partial_prefills < 0)
+        return error("--max-long-partial-prefills must be at least 1, got {}", max_long_partial_prefills);
+    if (max_num_partial_prefills > 0 && max_long_partial_prefills > max_num_partial_prefills)
+        return error("--max-long-partial-prefills ({}) must be at most --max-num-partial-prefills ({})",
+                     max_long_partial_prefills, max_num_partial_prefills);
+    if (max_num_partial_prefills > 1 && !enable_chunked_prefill)
+        return error("--max-num-partial-prefills {} prefills prompts in chunks side by side: it needs chunked prefill",
+                     max_num_partial_prefills);
+    if (max_num_partial_prefills > 1 && long_prefill_token_threshold > max_model_len)
+        return error(
+            "--long-prefill-token-threshold ({}) is above --max-model-len ({}): no prompt would be long for "
+            "--max-num-partial-prefills",
+            long_prefill_token_threshold, max_model_len);
     return Status::ok();
+}
+
+SchedulerConfig SchedulerConfig::resolved() const {
+    SchedulerConfig c = *this;
+    if (c.max_num_partial_prefills > 0 && c.max_long_partial_prefills == 0) c.max_long_partial_prefills = 1;
+    const bool long_limit_binds = max_num_partial_prefills > 1 || max_long_partial_prefills > 0;  // as given
+    if (c.enable_chunked_prefill && c.long_prefill_token_threshold == 0 && long_limit_binds)
+        c.long_prefill_token_threshold = std::max<int64_t>(1, c.max_model_len * 4 / 100);
+    return c;
 }
 
 template <typename Queue>
@@ -31,7 +56,9 @@ void Scheduler::insert_by_priority(Queue& queue, Request* r) {
     queue.insert(after, r);
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv_cache) : config_(config), kv_cache_(kv_cache) {
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv_cache)
+    : config_(config.resolved()), kv_cache_(kv_cache) {
+    TACO_CHECK_MSG(config.validate().is_ok(), "{}", config.validate().message());
     TACO_CHECK_MSG(config_.validate().is_ok(), "{}", config_.validate().message());
 }
 
@@ -131,15 +158,51 @@ SchedulerOutput Scheduler::schedule() {
         ++i;
     }
     // Waiting requests only when nothing had to be preempted (else they would just take the freed blocks).
-    if (size_t(num_preemptions_) == num_preempted_before) admit_waiting(output, budget);
+    if (size_t(num_preemptions_) == num_preempted_before) {
+        PartialPrefills partial = count_partial_prefills(output);
+        admit_waiting(output, budget, partial);
+    }
     output.num_batched_tokens = config_.max_num_batched_tokens - budget;
     output.copies = kv_cache_.take_pending_copies();
     return output;
 }
 
-void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
-    while (!waiting_.empty() && int64_t(running_.size()) < config_.max_num_seqs && budget > 0) {
-        Request* r = waiting_.front();
+bool Scheduler::is_long_prefill(int64_t num_prefill_tokens) const {
+    return config_.long_prefill_token_threshold > 0 && num_prefill_tokens > config_.long_prefill_token_threshold;
+}
+
+Scheduler::PartialPrefills Scheduler::count_partial_prefills(const SchedulerOutput& output) const {
+    PartialPrefills partial;
+    for (const Request* r : running_)
+        if (r->num_computed_tokens < r->num_prefill_tokens) {
+            ++partial.num;
+            if (is_long_prefill(r->num_prefill_tokens)) ++partial.num_long;
+        }
+    // Those this step finishes are partial no more.
+    for (const ScheduledRequest& s : output.scheduled) {
+        const Request* r = s.request;
+        if (r->num_computed_tokens < r->num_prefill_tokens &&
+            r->num_computed_tokens + s.num_new_tokens >= r->num_prefill_tokens) {
+            --partial.num;
+            if (is_long_prefill(r->num_prefill_tokens)) --partial.num_long;
+        }
+    }
+    return partial;
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget, PartialPrefills& partial) {
+    const int64_t max_partial = config_.max_num_partial_prefills;  // 0: no bound
+    const int64_t max_long = config_.max_long_partial_prefills;
+    size_t i = 0;  // waiting_[0, i): long prompts set aside for this step
+    while (i < waiting_.size() && int64_t(running_.size()) < config_.max_num_seqs && budget > 0) {
+        Request* r = waiting_[i];
+        // A long prompt over --max-long-partial-prefills waits, whatever the prefix cache holds of it; the prompts
+        // behind it may go first (vLLM's reason for the limit: short prompts jump the queue).
+        const bool is_long = is_long_prefill(r->num_tokens());
+        if (is_long && max_long > 0 && partial.num_long >= max_long) {
+            ++i;
+            continue;
+        }
         const int64_t num_cached =
             r->skip_prefix_cache ? 0 : kv_cache_.match_prefix(r->id, r->token_ids, r->cache_salt);
         int64_t num_new = r->num_tokens() - num_cached;
@@ -149,14 +212,26 @@ void Scheduler::admit_waiting(SchedulerOutput& output, int64_t& budget) {
         }
         if (config_.long_prefill_token_threshold > 0) num_new = std::min(num_new, config_.long_prefill_token_threshold);
         num_new = std::min(num_new, budget);
+        // A prompt this step would leave unfinished waits while --max-num-partial-prefills are; first come, first
+        // served, so do the prompts behind it.
+        const bool left_partial = num_cached + num_new < r->num_tokens();
+        if (left_partial && max_partial > 0 && partial.num >= max_partial) {
+            kv_cache_.free(r->id);
+            break;
+        }
         if (!kv_cache_.allocate(r->id, num_cached + num_new)) {
             kv_cache_.free(r->id);
             break;
         }
-        waiting_.pop_front();
+        waiting_.erase(waiting_.begin() + std::ptrdiff_t(i));
         if (r->num_preemptions == 0) r->num_cached_tokens = std::min(num_cached, r->num_prompt_tokens);
         r->num_computed_tokens = num_cached;
+        r->num_prefill_tokens = r->num_tokens();
         r->status = RequestStatus::kRunning;
+        if (left_partial) {
+            ++partial.num;
+            if (is_long) ++partial.num_long;
+        }
         if (config_.policy == SchedulingPolicy::kPriority)
             insert_by_priority(running_, r);
         else

@@ -30,10 +30,23 @@ struct SchedulerConfig {
     int64_t max_model_len = 0;              // prompt + output tokens per request
     bool enable_chunked_prefill = true;     // off: a prompt is computed in one step or waits
     // vLLM's --long-prefill-token-threshold: > 0 caps the tokens one request computes in a step (a long prompt goes
-    // in chunks of at most this many, leaving the rest of the budget to others); 0: no cap. Needs chunked prefill.
+    // in chunks of at most this many, leaving the rest of the budget to others) and makes a prompt of more tokens
+    // "long" for max_long_partial_prefills; 0: no cap. Needs chunked prefill.
     int64_t long_prefill_token_threshold = 0;
+    // vLLM's --max-num-partial-prefills: > 0 bounds the requests partially prefilled (prefill started, not finished)
+    // after any step; a waiting prompt this step would leave unfinished waits while that many are, and so do those
+    // behind it. 0 (not given): no bound but the token budget, which without a threshold leaves at most one anyway.
+    int64_t max_num_partial_prefills = 0;
+    // vLLM's --max-long-partial-prefills: > 0 bounds how many of those may be long prompts; a long prompt over it
+    // waits and shorter prompts behind it go first. 0 (not given): 1 when max_num_partial_prefills is given (vLLM's
+    // default), else no bound.
+    int64_t max_long_partial_prefills = 0;
     SchedulingPolicy policy = SchedulingPolicy::kFcfs;
     Status validate() const;
+    // The values vLLM implies for what was not given (the scheduler runs with these): max_long_partial_prefills 1
+    // when only max_num_partial_prefills is given; with chunked prefill, long_prefill_token_threshold 4% of
+    // max_model_len (at least 1) when max_num_partial_prefills > 1 or max_long_partial_prefills is given.
+    SchedulerConfig resolved() const;
 };
 
 struct ScheduledRequest {
@@ -71,6 +84,7 @@ public:
     void finish_request(RequestId id, RequestStatus status);
 
     Request* find(RequestId id);
+    const SchedulerConfig& config() const { return config_; }  // resolved()
     int64_t num_running() const { return int64_t(running_.size()); }
     int64_t num_waiting() const { return int64_t(waiting_.size()); }
     int64_t num_preemptions() const { return num_preemptions_; }
@@ -81,7 +95,16 @@ private:
     bool preempt_newest_running(Request* keep);
     // A preempted request back into waiting_: at the front (kFcfs) or at its place (kPriority).
     void requeue_preempted(Request* r);
-    void admit_waiting(SchedulerOutput& output, int64_t& budget);
+    // Requests left partially prefilled by a step, all and those of long prompts (max_*_partial_prefills).
+    struct PartialPrefills {
+        int64_t num = 0;
+        int64_t num_long = 0;
+    };
+    // Running requests whose prefill the step in `output` leaves unfinished (scheduled or not).
+    PartialPrefills count_partial_prefills(const SchedulerOutput& output) const;
+    // A prefill of more than long_prefill_token_threshold tokens (the whole sequence, as vLLM counts a prompt).
+    bool is_long_prefill(int64_t num_prefill_tokens) const;
+    void admit_waiting(SchedulerOutput& output, int64_t& budget, PartialPrefills& partial);
 
     SchedulerConfig config_;
     KvCacheManager& kv_cache_;

@@ -1,5 +1,6 @@
 #include "sched/scheduler.h"
 
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -24,6 +25,8 @@ struct Harness {
 
     SchedulerOutput step() {
         SchedulerOutput out = scheduler.schedule();
+        last_tokens.clear();
+        for (const auto& s : out.scheduled) last_tokens[s.request->id] = s.num_new_tokens;
         std::vector<Request*> sampling;
         for (const auto& s : out.scheduled)
             if (s.samples()) sampling.push_back(s.request);
@@ -42,6 +45,7 @@ struct Harness {
     KvCacheManager kv;
     Scheduler scheduler;
     std::vector<RequestId> finished;
+    std::map<RequestId, int64_t> last_tokens;  // the last step's scheduled tokens by request (its requests may be gone)
     int num_steps = 0;
 };
 
@@ -96,6 +100,135 @@ TEST(Scheduler, LongPrefillTokenThresholdIsCheckedByValidate) {
     SchedulerConfig eager = config(128, 256, false);
     eager.long_prefill_token_threshold = 16;
     EXPECT_NE(eager.validate().message().find("needs chunked prefill"), std::string::npos);
+}
+
+// One step's scheduled tokens by request id.
+std::map<RequestId, int64_t> step_tokens(Harness& h) {
+    h.step();
+    return h.last_tokens;
+}
+
+// Partial-prefill workloads: a request decoding throughout (id 1), then long prompts of 100 tokens (ids 2..4).
+// config(128): max_model_len 1024, so a limit given without a threshold makes prompts of more than 40 tokens (4%)
+// long and caps each request's step at 40.
+void start_decoding_request(Harness& h) {
+    ASSERT_TRUE(h.scheduler.add_request(make_request(1, 8, 200, 900)).is_ok());
+    h.step();  // its prompt in one step; it decodes from now on
+}
+
+// vLLM's --max-num-partial-prefills 1: the long prompts are prefilled one after another, in chunks, while the
+// decoding request gets its token every step.
+TEST(Scheduler, MaxNumPartialPrefillsOnePrefillsLongPromptsOneAfterAnother) {
+    SchedulerConfig c = config(128);
+    c.max_num_partial_prefills = 1;
+    Harness h(256, c);
+    EXPECT_EQ(h.scheduler.config().long_prefill_token_threshold, 0);  // one at a time: no threshold is derived
+    start_decoding_request(h);
+    for (RequestId id = 2; id <= 4; ++id)
+        ASSERT_TRUE(h.scheduler.add_request(make_request(id, 100, 4, int32_t(id * 200))).is_ok());
+    // Budget 128: the decode takes 1, the first prompt 100 (done), the second 27 and stays partial; the third waits.
+    auto t = step_tokens(h);
+    EXPECT_EQ(t, (std::map<RequestId, int64_t>{{1, 1}, {2, 100}, {3, 27}}));
+    t = step_tokens(h);  // 3 finishes (73); 4 starts with the rest and is the one partial prefill
+    EXPECT_EQ(t, (std::map<RequestId, int64_t>{{1, 1}, {2, 1}, {3, 73}, {4, 53}}));
+    // With a threshold the chunks are small and the budget no longer keeps prompts from starting side by side.
+    SchedulerConfig capped = config(128);
+    capped.max_num_partial_prefills = 1;
+    capped.long_prefill_token_threshold = 30;
+    Harness g(256, capped);
+    start_decoding_request(g);
+    for (RequestId id = 2; id <= 4; ++id)
+        ASSERT_TRUE(g.scheduler.add_request(make_request(id, 100, 4, int32_t(id * 200))).is_ok());
+    std::vector<std::vector<RequestId>> prefilling;  // per step, the long prompts that computed prompt tokens
+    while (g.scheduler.num_waiting() > 0 || prefilling.empty() || !prefilling.back().empty()) {
+        const std::map<RequestId, int64_t> tokens = step_tokens(g);
+        EXPECT_EQ(tokens.count(1) ? tokens.at(1) : 0, 1) << "step " << g.num_steps;  // the decode goes on
+        std::vector<RequestId> ids;
+        for (const auto& [id, num_tokens] : tokens)
+            if (id != 1 && num_tokens > 1) ids.push_back(id);
+        prefilling.push_back(ids);
+        ASSERT_LT(g.num_steps, 40);
+    }
+    // 100 tokens in chunks of 30: 30, 30, 30, 10 -- and the next prompt starts in the step that finishes one.
+    const std::vector<std::vector<RequestId>> expected = {{2}, {2}, {2}, {2, 3}, {3}, {3}, {3, 4}, {4}, {4}, {4}, {}};
+    EXPECT_EQ(prefilling, expected);
+}
+
+// --max-num-partial-prefills 2 with --max-long-partial-prefills 2: two long prompts at once, the third after.
+TEST(Scheduler, MaxNumPartialPrefillsTwoPrefillsTwoLongPromptsAtOnce) {
+    SchedulerConfig c = config(128);
+    c.max_num_partial_prefills = 2;
+    c.max_long_partial_prefills = 2;
+    Harness h(256, c);
+    EXPECT_EQ(h.scheduler.config().long_prefill_token_threshold, 40);  // 4% of max_model_len 1024, as vLLM
+    start_decoding_request(h);
+    for (RequestId id = 2; id <= 4; ++id)
+        ASSERT_TRUE(h.scheduler.add_request(make_request(id, 100, 4, int32_t(id * 200))).is_ok());
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 40}, {3, 40}}));
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 40}, {3, 40}}));
+    // Both finish (20 each), so the third starts in the same step.
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 20}, {3, 20}, {4, 40}}));
+    while (h.finished.size() < 3 && h.num_steps < 100) h.step();
+    EXPECT_EQ(h.finished, (std::vector<RequestId>{2, 3, 4}));
+}
+
+// --max-long-partial-prefills 1 (vLLM's default once --max-num-partial-prefills is given): one long prompt at a
+// time, and short prompts that arrive behind a waiting long one are not held up by it.
+TEST(Scheduler, MaxLongPartialPrefillsLetsShortPromptsPassAWaitingLongOne) {
+    SchedulerConfig c = config(128);
+    c.max_num_partial_prefills = 3;
+    Harness h(256, c);
+    EXPECT_EQ(h.scheduler.config().max_long_partial_prefills, 1);
+    start_decoding_request(h);
+    ASSERT_TRUE(h.scheduler.add_request(make_request(2, 100, 4, 400)).is_ok());
+    ASSERT_TRUE(h.scheduler.add_request(make_request(3, 100, 4, 600)).is_ok());
+    ASSERT_TRUE(h.scheduler.add_request(make_request(4, 30, 4, 800)).is_ok());  // short: 30 <= 40
+    ASSERT_TRUE(h.scheduler.add_request(make_request(5, 30, 4, 850)).is_ok());
+    // 3 is long and waits for 2; the short prompts behind it go in this step.
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 40}, {4, 30}, {5, 30}}));
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 40}, {4, 1}, {5, 1}}));
+    EXPECT_EQ(step_tokens(h), (std::map<RequestId, int64_t>{{1, 1}, {2, 20}, {3, 40}, {4, 1}, {5, 1}}));
+}
+
+TEST(Scheduler, PartialPrefillLimitsAreCheckedByValidate) {
+    SchedulerConfig c = config(128);
+    c.max_num_partial_prefills = -1;
+    EXPECT_NE(c.validate().message().find("--max-num-partial-prefills must be at least 1"), std::string::npos);
+    c = config(128);
+    c.max_long_partial_prefills = -2;
+    EXPECT_NE(c.validate().message().find("--max-long-partial-prefills must be at least 1"), std::string::npos);
+    c = config(128);
+    c.max_num_partial_prefills = 2;
+    c.max_long_partial_prefills = 3;
+    EXPECT_NE(
+        c.validate().message().find("--max-long-partial-prefills (3) must be at most --max-num-partial-prefills (2)"),
+        std::string::npos);
+    c.max_long_partial_prefills = 2;
+    EXPECT_TRUE(c.validate().is_ok());
+    SchedulerConfig eager = config(128, 256, false);
+    eager.max_num_partial_prefills = 2;
+    EXPECT_NE(eager.validate().message().find("it needs chunked prefill"), std::string::npos);
+    eager.max_num_partial_prefills = 1;  // nothing is ever partially prefilled without chunks: 1 holds trivially
+    EXPECT_TRUE(eager.validate().is_ok());
+    c = config(128);
+    c.max_num_partial_prefills = 2;
+    c.long_prefill_token_threshold = 2000;
+    EXPECT_NE(c.validate().message().find("is above --max-model-len (1024)"), std::string::npos);
+}
+
+// Not given, the limits change nothing: resolved() keeps the config, and the budget alone decides.
+TEST(Scheduler, PartialPrefillLimitsNotGivenKeepTheConfig) {
+    SchedulerConfig c = config(128);
+    c.long_prefill_token_threshold = 40;
+    const SchedulerConfig r = c.resolved();
+    EXPECT_EQ(r.max_num_partial_prefills, 0);
+    EXPECT_EQ(r.max_long_partial_prefills, 0);
+    EXPECT_EQ(r.long_prefill_token_threshold, 40);
+    // Only the long limit given: prompts of more than 4% of max_model_len are long, the others unbounded.
+    SchedulerConfig long_only = config(128);
+    long_only.max_long_partial_prefills = 1;
+    EXPECT_EQ(long_only.resolved().long_prefill_token_threshold, 40);
+    EXPECT_EQ(long_only.resolved().max_num_partial_prefills, 0);
 }
 
 TEST(Scheduler, WithoutChunkedPrefillALongPromptWaitsForAWholeBudget) {
@@ -264,6 +397,63 @@ TEST(Scheduler, RandomWorkloadsNeverLeakBlocksAndFinishEveryRequest) {
         EXPECT_FALSE(h.scheduler.has_work()) << "trial " << trial;
         EXPECT_EQ(int64_t(h.finished.size()) + aborted, submitted) << "trial " << trial;
         EXPECT_EQ(h.kv.stats().num_used_device_blocks, 0) << "trial " << trial;
+        EXPECT_EQ(h.kv.num_available_blocks(), num_blocks) << "trial " << trial;
+    }
+}
+
+// Whatever the workload (preemptions, prefix hits, aborts), no step leaves more requests partially prefilled than
+// --max-num-partial-prefills, nor more long ones than --max-long-partial-prefills, and every request finishes.
+TEST(Scheduler, RandomWorkloadsKeepThePartialPrefillLimits) {
+    std::mt19937 rng(23);
+    for (int trial = 0; trial < 30; ++trial) {
+        const int64_t num_blocks = 16 + int64_t(rng() % 48);
+        SchedulerConfig c = config(16 + int64_t(rng() % 200), 1 + int64_t(rng() % 8));
+        c.max_model_len = 256;
+        c.max_num_partial_prefills = 1 + int64_t(rng() % 3);
+        c.max_long_partial_prefills = 1 + int64_t(rng() % uint64_t(c.max_num_partial_prefills));
+        if (rng() % 2) c.long_prefill_token_threshold = 4 + int64_t(rng() % 40);
+        Harness h(num_blocks, c, rng() % 2 == 0);
+        const int64_t threshold = h.scheduler.config().long_prefill_token_threshold;
+        ASSERT_GT(threshold, 0);
+        int64_t submitted = 0, aborted = 0;
+        auto check_limits = [&] {
+            int64_t partial = 0, partial_long = 0;
+            for (RequestId id = 1; id <= RequestId(submitted); ++id) {
+                const Request* r = h.scheduler.find(id);
+                if (!r || r->status != RequestStatus::kRunning || r->num_computed_tokens >= r->num_prefill_tokens)
+                    continue;
+                ++partial;
+                if (r->num_prefill_tokens > threshold) ++partial_long;
+            }
+            EXPECT_LE(partial, c.max_num_partial_prefills) << "trial " << trial << " step " << h.num_steps;
+            EXPECT_LE(partial_long, c.max_long_partial_prefills) << "trial " << trial << " step " << h.num_steps;
+        };
+        for (int step = 0; step < 400; ++step) {
+            if (submitted < 30 && rng() % 3 == 0) {
+                int64_t len = 1 + int64_t(rng() % 120);
+                int64_t max_tokens = 1 + int64_t(rng() % 30);
+                if ((len + max_tokens + 15) / 16 > num_blocks) max_tokens = 1, len = std::min<int64_t>(len, 16);
+                ASSERT_TRUE(
+                    h.scheduler
+                        .add_request(make_request(RequestId(++submitted), len, max_tokens, int32_t(1 + rng() % 3)))
+                        .is_ok());
+            }
+            if (submitted > 0 && rng() % 23 == 0) {
+                RequestId victim = RequestId(1 + rng() % uint64_t(submitted));
+                if (h.scheduler.find(victim)) {
+                    h.scheduler.finish_request(victim, RequestStatus::kFinishedAborted);
+                    ++aborted;
+                }
+            }
+            if (h.scheduler.has_work()) h.step();
+            check_limits();
+        }
+        while (h.scheduler.has_work() && h.num_steps < 10000) {
+            h.step();
+            check_limits();
+        }
+        EXPECT_FALSE(h.scheduler.has_work()) << "trial " << trial;
+        EXPECT_EQ(int64_t(h.finished.size()) + aborted, submitted) << "trial " << trial;
         EXPECT_EQ(h.kv.num_available_blocks(), num_blocks) << "trial " << trial;
     }
 }
