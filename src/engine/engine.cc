@@ -77,8 +77,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
     sc.long_prefill_token_threshold = config.long_prefill_token_threshold;
+    sc.max_num_partial_prefills = config.max_num_partial_prefills.value_or(0);
+    sc.max_long_partial_prefills = config.max_long_partial_prefills.value_or(0);
     sc.policy = config.scheduling_policy;
     TACO_RETURN_IF_ERROR(sc.validate());
+    sc = sc.resolved();
+    if (sc.max_num_partial_prefills > 0 || sc.max_long_partial_prefills > 0)
+        log_info("partial prefills at once: {} at most, {} of them of prompts longer than {} tokens",
+                 sc.max_num_partial_prefills > 0 ? std::to_string(sc.max_num_partial_prefills) : "no bound",
+                 sc.max_long_partial_prefills, sc.long_prefill_token_threshold);
 
     // The runner sizes both KV tiers (it picks the cache dtype and, on a GPU, measures what the rest takes).
     RunnerOptions ro;

@@ -35,6 +35,16 @@ Status EngineConfig::validate() const {
     if (max_logprobs < 0 || max_logprobs > SamplingParams::kMaxLogprobs)
         return error("--max-logprobs must be in [0, {}] (the samplers return at most {} log probabilities), got {}",
                      SamplingParams::kMaxLogprobs, SamplingParams::kMaxLogprobs, max_logprobs);
+    if (max_num_partial_prefills && *max_num_partial_prefills < 1)
+        return error("--max-num-partial-prefills must be at least 1, got {}", *max_num_partial_prefills);
+    if (max_long_partial_prefills && *max_long_partial_prefills < 1)
+        return error("--max-long-partial-prefills must be at least 1, got {}", *max_long_partial_prefills);
+    if (max_num_partial_prefills && max_long_partial_prefills && *max_long_partial_prefills > *max_num_partial_prefills)
+        return error("--max-long-partial-prefills ({}) must be at most --max-num-partial-prefills ({})",
+                     *max_long_partial_prefills, *max_num_partial_prefills);
+    if (max_num_partial_prefills && *max_num_partial_prefills > 1 && !enable_chunked_prefill)
+        return error("--max-num-partial-prefills {} prefills prompts in chunks side by side: it needs chunked prefill",
+                     *max_num_partial_prefills);
     if (enforce_eager && !cuda_graph_sizes.empty())
         return error("--cuda-graph-sizes with --enforce-eager: eager steps capture no graphs; give one of them");
     return Status::ok();

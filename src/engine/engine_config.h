@@ -30,6 +30,10 @@ struct EngineConfig {
     int64_t max_num_seqs = 256;
     bool enable_chunked_prefill = true;
     int64_t long_prefill_token_threshold = 0;  // > 0: tokens one request computes per step at most (vLLM's)
+    // vLLM's --max-num-partial-prefills / --max-long-partial-prefills, each at least 1 (SchedulerConfig has what they
+    // bound). nullopt (not given): no bound but the token budget; the long limit given alone bounds long prompts only.
+    std::optional<int64_t> max_num_partial_prefills;
+    std::optional<int64_t> max_long_partial_prefills;
     bool enable_prefix_caching = true;
     SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;  // --scheduling-policy fcfs|priority
     int64_t block_size = 16;

@@ -50,6 +50,14 @@ TEST(ConfigFileCli, KeysInEitherSpellingAreTheFlags) {
                    "--max-pending-requests must be at least 1");
 }
 
+TEST(ConfigFileCli, PartialPrefillLimitsAreFlagsLikeAnyOther) {
+    expect_refused("--config " + yaml_file("partial", "max_num_partial_prefills: 0\n"),
+                   "--max-num-partial-prefills must be at least 1, got 0");
+    expect_refused(
+        "--config " + yaml_file("long_partial", "max_num_partial_prefills: 1\nmax-long-partial-prefills: 2\n"),
+        "--max-long-partial-prefills (2) must be at most --max-num-partial-prefills (1)");
+}
+
 TEST(ConfigFileCli, TheCommandLineWinsOverTheFile) {
     const std::string file = yaml_file("wins", "max_pending_requests: 0\nshutdown_timeout: 5\n");
     // The file's 0 would be refused first: the command line's 3 is taken, and its NaN timeout is what is refused.

@@ -109,6 +109,35 @@ TEST(ServeCli, TokenizerAndEngineFlagValuesThatCannotBeHonouredAreRefused) {
                    "--long-prefill-token-threshold must be at least 0");
 }
 
+// --max-num-partial-prefills / --max-long-partial-prefills bound the scheduler (tests/sched has their effect): a
+// value that bounds nothing or contradicts the other stops the server at start, naming the flag.
+TEST(ServeCli, PartialPrefillLimitsOutOfRangeAreRefused) {
+    for (const char* value : {"0", "-2"}) {
+        expect_refused(std::string("models/demo --port 0 --max-num-partial-prefills ") + value,
+                       std::string("--max-num-partial-prefills must be at least 1, got ") + value);
+        expect_refused(std::string("models/demo --port 0 --max_long_partial_prefills ") + value,
+                       std::string("--max-long-partial-prefills must be at least 1, got ") + value);
+    }
+    expect_refused("models/demo --port 0 --max-num-partial-prefills 2 --max-long-partial-prefills 3",
+                   "--max-long-partial-prefills (3) must be at most --max-num-partial-prefills (2)");
+    expect_refused("models/demo --port 0 --max-num-partial-prefills 2 --no-enable-chunked-prefill",
+                   "--max-num-partial-prefills 2 prefills prompts in chunks side by side: it needs chunked prefill");
+    expect_refused("models/demo --port 0 --max-num-partial-prefills many", "--max-num-partial-prefills");
+    CommandResult help = run_taco("serve --help");
+    EXPECT_NE(help.out.find("--max-num-partial-prefills"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("no effect here: it limits how many"), std::string::npos) << help.out;
+}
+
+TEST(ServeCli, PartialPrefillLimitsWithinRangeRun) {
+    CommandResult r = run_taco(
+        "generate tests/data/models/llama --device cpu --prompt-ids 1,2,3 --max-tokens 2 --max-num-partial-prefills 2 "
+        "--max-long-partial-prefills 1");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("partial prefills at once: 2 at most, 1 of them of prompts longer than"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("no effect"), std::string::npos) << r.err;
+}
+
 TEST(ServeCli, KvCacheDtypeOfTheCacheItselfIsAccepted) {
     CommandResult r = run_taco(
         "generate tests/data/models/llama --device cpu --prompt-ids 1,2,3 --max-tokens 2 --kv-cache-dtype float32");

@@ -108,12 +108,6 @@ constexpr NoOpFlag kNoOpFlags[] = {
     {"--compilation-config", true,
      "it configures torch.compile; CUDA graphs are set with --cuda-graph-sizes and --enforce-eager"},
     {"--max-seq-len-to-capture", true, "the CUDA graphs here serve decode steps of every sequence length"},
-    {"--max-num-partial-prefills", true,
-     "it limits how many prompts vLLM prefills at once in chunks; here every prefill shares the step's "
-     "--max-num-batched-tokens (--long-prefill-token-threshold caps one prompt's share)"},
-    {"--max-long-partial-prefills", true,
-     "it limits how many long prompts vLLM prefills at once in chunks; here every prefill shares the step's "
-     "--max-num-batched-tokens (--long-prefill-token-threshold caps one prompt's share)"},
 };
 
 std::atomic<int> g_signal{0};

@@ -59,8 +59,21 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
         ->capture_default_str();
     app->add_option("--long-prefill-token-threshold", config.long_prefill_token_threshold,
                     "Tokens one request computes per step at most (a long prompt in chunks of that size, the rest of "
-                    "the step's budget to others); 0: no cap")
+                    "the step's budget to others), and a longer prompt is long for --max-long-partial-prefills; 0: no "
+                    "cap (with --max-num-partial-prefills > 1 or --max-long-partial-prefills: 4% of --max-model-len)")
         ->capture_default_str();
+    app->add_option_function<int64_t>(
+           "--max-num-partial-prefills", [&config](int64_t value) { config.max_num_partial_prefills = value; },
+           "Requests partially prefilled (prefill started, not finished) at once, at least 1; a prompt a step would "
+           "leave unfinished waits while that many are (default: no bound but --max-num-batched-tokens, which "
+           "without --long-prefill-token-threshold leaves at most one)")
+        ->default_str("no bound");
+    app->add_option_function<int64_t>(
+           "--max-long-partial-prefills", [&config](int64_t value) { config.max_long_partial_prefills = value; },
+           "Of those, how many may be prompts longer than --long-prefill-token-threshold, at least 1 and at most "
+           "--max-num-partial-prefills; a long prompt over it waits and shorter ones pass it (default: 1 with "
+           "--max-num-partial-prefills, else no bound)")
+        ->default_str("1 or no bound");
     app->add_option("--block-size", config.block_size, "KV cache block size in tokens (a power of two)")
         ->check(CLI::IsMember({1, 2, 4, 8, 16, 32, 64, 128}))
         ->capture_default_str();
