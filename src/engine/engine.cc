@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/check.h"
 #include "core/file_util.h"
@@ -347,6 +348,11 @@ void Engine::drain_inbox() {
 }
 
 void Engine::step() {
+    using StepClock = std::chrono::steady_clock;
+    const StepClock::time_point step_start = StepClock::now();
+    const auto since = [](StepClock::time_point from) {
+        return std::chrono::duration<double>(StepClock::now() - from).count();
+    };
     SchedulerOutput out = scheduler_->schedule();
     if (out.empty()) return;
     std::vector<KvCopy> copies;
@@ -381,7 +387,11 @@ void Engine::step() {
     // logits, so only tokens and the logprobs asked for come back); prompt logprobs read host rows, copied only in
     // a step that has some (on the CPU host_logits() is the logits themselves).
     fault_point(FaultPoint::kForward, 0);
+    const double schedule_s = since(step_start);
+    const StepClock::time_point forward_start = StepClock::now();
     const TensorView logits = runner_->execute(sequences);
+    const double forward_s = since(forward_start);
+    const StepClock::time_point output_start = StepClock::now();
     scheduler_->update_after_step(out);
     const bool any_prompt_rows =
         std::any_of(rows.begin(), rows.end(), [](const Rows& r) { return r.num_prompt_rows > 0; });
@@ -431,7 +441,10 @@ void Engine::step() {
     }
     TACO_CHECK_EQ(row, logits.size(0));
     std::erase_if(sample_rows_of_step, [&](const SampleRow& r) { return step_failures_.count(r.group) > 0; });
+    const StepClock::time_point sample_start = StepClock::now();
     const std::vector<SampledToken> sampled = sample_rows(logits, sample_rows_of_step);
+    const double sample_s = since(sample_start);
+    const StepClock::time_point after_sample = StepClock::now();
     for (size_t i = 0; i < sampled.size(); ++i) {
         const SampleRow& r = sample_rows_of_step[i];
         guarded(*r.group, [&] { process_token(*r.group, *r.sample, sampled[i]); });
@@ -441,6 +454,17 @@ void Engine::step() {
     for (RequestGroup* group : touched) guarded(*group, [&] { emit(*group); });
     for (auto& [group, message] : step_failures_) fail_group(*group, "internal error: " + message);
     step_failures_.clear();
+    // The outputs' phase: what ran between the forward pass and sampling (prompt logprobs, forks) and after it.
+    add_step_phases(schedule_s, forward_s, sample_s,
+                    std::chrono::duration<double>(sample_start - output_start).count() + since(after_sample));
+}
+
+void Engine::add_step_phases(double schedule_s, double forward_s, double sample_s, double output_s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.step_schedule_s += schedule_s;
+    stats_.step_forward_s += forward_s;
+    stats_.step_sample_s += sample_s;
+    stats_.step_output_s += output_s;
 }
 
 int64_t Engine::num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const {

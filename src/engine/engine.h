@@ -63,6 +63,15 @@ struct EngineStats {
     // before), the last counts the rest; not cumulative.
     std::array<int64_t, kIterationTokenBounds.size() + 1> iteration_tokens_buckets{};
     int64_t iteration_tokens_sum = 0;
+    // The step thread's wall time by phase, summed over the steps (seconds): scheduling (with the KV block copies'
+    // launch); the forward pass (building the batch and launching it on the GPU; the whole forward on the CPU);
+    // sampling (its draws' packing and upload, the sampling kernels and the wait for the GPU: on the GPU the device
+    // time shows here); and the outputs (prompt logprobs, tokens, stop checks, detokenising and streaming). On the GPU
+    // scheduling and outputs are host work the device waits for (issue 13 item 2: "the GPU never waits for host work").
+    double step_schedule_s = 0;
+    double step_forward_s = 0;
+    double step_sample_s = 0;
+    double step_output_s = 0;
 };
 
 // The KV cache's configuration, for vllm:cache_config_info.
@@ -142,6 +151,8 @@ private:
     void fault_point(FaultPoint point, RequestId group_id) const;
     // count_step: a step ran, computing num_batched_tokens tokens.
     void update_stats(bool count_step, int64_t num_batched_tokens = 0);
+    // Adds one step's phase times (EngineStats::step_*_s).
+    void add_step_phases(double schedule_s, double forward_s, double sample_s, double output_s);
 
     EngineConfig config_;
     SchedulerConfig scheduler_config_;

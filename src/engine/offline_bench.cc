@@ -77,7 +77,8 @@ Result<BenchRun> run_bench_workload(Engine& engine, const BenchWorkload& workloa
         input.params.min_tokens = workload.output_len;
     }
 
-    const int64_t steps_before = engine.stats().num_steps;
+    const EngineStats before = engine.stats();
+    const int64_t steps_before = before.num_steps;
     std::vector<RequestTrace> traces(inputs.size());
     const Clock::time_point start = Clock::now();
     auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -114,7 +115,15 @@ Result<BenchRun> run_bench_workload(Engine& engine, const BenchWorkload& workloa
         if (remaining > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     run.elapsed_s = seconds();
-    run.engine_steps = engine.stats().num_steps - steps_before;
+    const EngineStats after = engine.stats();
+    run.engine_steps = after.num_steps - steps_before;
+    if (run.engine_steps > 0) {
+        const double per_step_ms = 1e3 / double(run.engine_steps);
+        run.step_schedule_ms = (after.step_schedule_s - before.step_schedule_s) * per_step_ms;
+        run.step_forward_ms = (after.step_forward_s - before.step_forward_s) * per_step_ms;
+        run.step_sample_ms = (after.step_sample_s - before.step_sample_s) * per_step_ms;
+        run.step_output_ms = (after.step_output_s - before.step_output_s) * per_step_ms;
+    }
 
     std::vector<double> ttfts;
     for (const auto& t : traces) {

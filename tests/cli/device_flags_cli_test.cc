@@ -171,6 +171,10 @@ TEST(DeviceFlagsCli, BenchPrintsTheCostPerMillionOutputTokensForAnHourlyPrice) {
     const nlohmann::json j = nlohmann::json::parse(file);
     EXPECT_EQ(j["gpu_hourly_cost_usd"].get<double>(), 3.6);
     const nlohmann::json& run = j["runs"][0];
+    // The step thread's ms per step by phase, in the JSON and on the table.
+    for (const char* phase : {"schedule", "forward", "sample", "output"})
+        EXPECT_GE(run["step_ms"][phase].get<double>(), 0.0) << phase;
+    EXPECT_NE(r.out.find("per step: schedule "), std::string::npos) << r.out;
     EXPECT_NEAR(run["usd_per_million_output_tokens"].get<double>(), 1000.0 / run["output_tokens_per_s"].get<double>(),
                 1e-9 * run["usd_per_million_output_tokens"].get<double>());
     for (const char* bad : {"0", "-2", "nan", "inf", "x"})

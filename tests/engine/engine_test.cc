@@ -3,6 +3,7 @@
 // prefix hits in both tiers, aborts and n > 1.
 #include "engine/engine.h"
 
+#include <chrono>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -45,6 +46,26 @@ TEST(Engine, RequestsSubmittedTogetherFinishInAboutTheStepsOfTheLongest) {
     // The longest needs 1 prefill step + 16 decode steps; allow a step of slack for admission timing.
     EXPECT_LE(engine->stats().num_steps, 17 + 2);
     EXPECT_EQ(engine->stats().generation_tokens_total, 8 * 10 + 28);
+}
+
+// The step thread's time by phase (EngineStats::step_*_s) covers every step: each phase ran (the forward pass and
+// the outputs take time in every step) and together they stay within the wall time of the steps.
+TEST(Engine, StepPhaseTimesAddUpWithinTheWallTime) {
+    auto engine = make_engine("llama");
+    const EngineStats before = engine->stats();
+    EXPECT_EQ(before.step_schedule_s + before.step_forward_s + before.step_sample_s + before.step_output_s, 0.0);
+    std::vector<GenerationInput> inputs;
+    for (int i = 0; i < 4; ++i) inputs.push_back(greedy_input({1, 2, int32_t(3 + i)}, 8, 8));
+    const auto start = std::chrono::steady_clock::now();
+    auto outputs = engine->generate(inputs);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& out : outputs) ASSERT_TRUE(out.is_ok());
+    const EngineStats s = engine->stats();
+    EXPECT_GT(s.step_schedule_s, 0);
+    EXPECT_GT(s.step_forward_s, 0);
+    EXPECT_GT(s.step_sample_s, 0);
+    EXPECT_GT(s.step_output_s, 0);
+    EXPECT_LE(s.step_schedule_s + s.step_forward_s + s.step_sample_s + s.step_output_s, wall);
 }
 
 TEST(Engine, TinyKvPoolForcesPreemptionAndEveryRequestStillFinishesWithTheSameTokens) {

@@ -25,6 +25,11 @@ TEST(OfflineBench, EveryRequestGetsExactlyItsTokensAndTimesAreOrdered) {
     EXPECT_LE(run->prefill_done_s, run->elapsed_s);
     EXPECT_GE(run->engine_steps, 7);  // at least one step per output token
     EXPECT_EQ(engine->stats().kv_cache_usage, 0.0);
+    // The step phases per step: each ran, and a step's phases fit in the run's time per step.
+    EXPECT_GT(run->step_forward_ms, 0);
+    EXPECT_GT(run->step_output_ms, 0);
+    EXPECT_LE(run->step_schedule_ms + run->step_forward_ms + run->step_sample_ms + run->step_output_ms,
+              run->elapsed_s * 1e3 / double(run->engine_steps));
 }
 
 TEST(OfflineBench, RunsDrawFreshPromptsSoNoRunHitsAnothersPrefixCache) {
