@@ -27,6 +27,8 @@ step kernels_tests 60 "$build/taco_kernels_tests" --gtest_brief=1 \
 step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
   --benchmark_filter="${TACO_QUICK_ATTENTION_FILTER:-BM_Prefill/kernel:[024]|BM_Decode/kernel:[023]}" \
   --benchmark_out="$out/cuda_attention_bench.json" --benchmark_out_format=json
+# Which forms of cuDNN's attention graph the machine's cuDNN has an engine for (cudnn_attention.h).
+step cudnn_probe 60 "$build/cuda_attention_bench" --benchmark_filter=BM_CudnnGraphProbe
 m=bench/models/llama-3.1-8b
 common=(--load-format dummy --device cuda --dtype bfloat16)
 # bs=1 at 1k (TTFT of a 1024-token prompt) and at 32k (a 32k prompt's prefill in one step, then decode there).
@@ -42,6 +44,11 @@ bench_all() {  # bench_all SUFFIX [VAR=VALUE]: the three workloads, with the swi
     --output-json "$out/bench_latency_32k$suffix.json"
 }
 bench_all ""
+# 256 running requests: the step thread's host phases per step (step_ms in the JSON) against the step's time.
+step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 256 --output-len 128 \
+  --output-json "$out/bench_batch_256.json"
+# serve's start to its first answered completion (dummy weights).
+step startup 60 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
 for switch in ${TACO_QUICK_OPT_INS:-}; do bench_all "_${switch}_on" "$switch=1"; done
 exit $status
