@@ -14,6 +14,10 @@
 // takes cuDNN's heuristics and may compile: tens of milliseconds or more); the sequence lengths, page tables and
 // offsets are device tensors read at run time, so a plan serves every step of its shape.
 //
+// State: on its first run (an H100 with PyTorch's cuDNN, bench/results/h100-2026-12-07) the graph built and no engine
+// took it; cuda_attention_bench's BM_CudnnGraphProbe asks a cuDNN which forms it takes (cudnn-frontend and ONNX
+// Runtime use paged K/V on Hopper for decode; prefill over pages may need K/V gathered into dense ragged rows).
+//
 // Bits: cuDNN's kernel sums in its own order, so a row's result differs in its last bits from our kernels' (which
 // agree with each other bit for bit). ARCHITECTURE.md "Attention" says where each runs.
 // Plain C++ header.
