@@ -32,7 +32,10 @@ using error_code = beast::error_code;
 constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
 constexpr auto kDrainTime = std::chrono::seconds(10);     // after a rejected request: the most time spent reading on
-constexpr auto kHandshakeTimeout = std::chrono::seconds(30);      // a TLS client that does not finish its handshake
+constexpr auto kHandshakeTimeout = std::chrono::seconds(30);  // a TLS client that does not finish its handshake
+// After our TLS close_notify, the wait for the client's (or its EOF) before the socket closes: a client need not
+// answer, and stop() waits kStopCloseWait for every connection.
+constexpr auto kTlsShutdownTimeout = std::chrono::milliseconds(1000);
 constexpr auto kStopCloseWait = std::chrono::milliseconds(2000);  // stop(): for the strands to close connections
 // Bytes asked of one read: small while a header, chunk-size line or trailer is pending (those stay buffered until
 // complete, so this bounds how far past its limit one can get before it is refused), larger for a counted body.
@@ -176,6 +179,16 @@ public:
                 self->close_done_ = std::move(done);
                 return;
             }
+            // TLS between requests (the next one's read pending, nothing of it come): the read is cancelled and its
+            // handler ends the session cleanly (end_tls), as after a reply.
+            if constexpr (kTls) {
+                if (self->reading_ && self->parser_ && !self->parser_->got_some() && self->buffer_.size() == 0 &&
+                    !self->tls_ended_) {
+                    self->close_done_ = std::move(done);
+                    self->tcp().cancel();
+                    return;
+                }
+            }
             self->force_close();
             done();
         });
@@ -259,8 +272,11 @@ private:
 
     void read_more() {
         const size_t room = header_checked_ && !parser_->chunked() ? kBodyRead : kSmallRead;
+        reading_ = true;
         stream_.async_read_some(buffer_.prepare(room), [self = self_ptr()](error_code ec, size_t n) {
+            self->reading_ = false;
             self->buffer_.commit(n);
+            if (self->close_done_) return void(self->written_then_closed());  // stop(): close_on_strand cancelled it
             if (ec) return self->close();  // EOF, reset or the idle timeout; a partial request gets no reply
             self->parse_buffered();
         });
@@ -428,7 +444,7 @@ private:
             if (self->written_then_closed()) return;
             if (ec) return self->close();
             if (self->draining_) return self->drain();
-            if (!self->keep_alive_) return self->close();
+            if (!self->keep_alive_) return self->close_after_reply();
             self->read_request();
         };
         // A response to HEAD has no body: one written would be read as the start of the next response.
@@ -436,8 +452,12 @@ private:
         http::async_write(stream_, *out->serializer, std::move(then));
     }
 
-    // After a rejected request the rest of what the client sends is read and dropped, for kDrainTime at most.
+    // After a rejected request the rest of what the client sends is read and dropped, for kDrainTime at most. TLS
+    // ends its session first (end_tls: the client sees the reply end cleanly); the bytes after are dropped unread.
     void drain() {
+        if constexpr (kTls) {
+            if (!tls_ended_) return end_tls([](Session& s) { s.drain(); });
+        }
         if (!drain_started_) {
             drain_started_ = true;
             error_code ignored;
@@ -445,7 +465,7 @@ private:
             tcp().expires_after(kDrainTime);
         }
         auto scratch = std::make_shared<std::array<char, 65536>>();
-        stream_.async_read_some(net::buffer(*scratch), [self = self_ptr(), scratch](error_code ec, size_t) {
+        tcp().async_read_some(net::buffer(*scratch), [self = self_ptr(), scratch](error_code ec, size_t) {
             if (ec) return self->close();
             self->drain();
         });
@@ -510,7 +530,7 @@ private:
             if (ec) return self->close();  // the destructor cancels the pending reply
             if (!self->stream_done_) return self->poll_stream();
             self->pending_.reset();
-            if (!self->keep_alive_) return self->close();
+            if (!self->keep_alive_) return self->close_after_reply();
             self->read_request();
         });
     }
@@ -526,16 +546,45 @@ private:
         });
     }
 
-    // At the end of every write: false, or true once the connection was closed because stop() asked for it while the
-    // write was under way (close_on_strand).
+    // At the end of every write (and of a read close_on_strand cancelled): false, or true once the connection was
+    // closed because stop() asked for it meanwhile (close_on_strand).
     bool written_then_closed() {
         writing_ = false;
         if (!close_done_) return false;
         std::function<void()> done = std::move(close_done_);
         close_done_ = nullptr;
-        force_close();
+        if (pending_) pending_->cancel();
+        pending_.reset();
+        if constexpr (kTls) {
+            if (!tls_ended_) {
+                end_tls([done](Session& s) {
+                    s.close();
+                    done();
+                });
+                return true;
+            }
+        }
+        close();
         done();
         return true;
+    }
+
+    // The connection ends after a complete reply: TLS says so first (end_tls), then the socket closes.
+    void close_after_reply() {
+        if constexpr (kTls) {
+            if (!tls_ended_) return end_tls([](Session& s) { s.close(); });
+        }
+        close();
+    }
+
+    // TLS: our close_notify (SSL_shutdown), so the client can tell a reply that ended from a connection cut short (its
+    // read ends in a clean EOF, not a truncated stream); then the wait for the client's close_notify or EOF,
+    // kTlsShutdownTimeout at most; then next(*this). Only with no other operation of the stream under way.
+    template <typename F>
+    void end_tls(F next) {
+        tls_ended_ = true;
+        tcp().expires_after(kTlsShutdownTimeout);
+        stream_.async_shutdown([self = self_ptr(), next](error_code) { next(*self); });
     }
 
     void close() {
@@ -554,6 +603,7 @@ private:
     bool chunk_line_too_long_ = false;  // the parser stopped on a chunk extension over the limit
     bool head_ = false;                 // the request being answered is HEAD: the reply has no body
     bool drain_started_ = false;
+    bool tls_ended_ = false;  // end_tls() ran: the TLS session is over, only the socket is left
     std::function<void(uint64_t, beast::string_view, error_code&)> on_chunk_header_ =
         [this](uint64_t, beast::string_view extensions, error_code& ec) { on_chunk_header(extensions, ec); };
     std::shared_ptr<Shared> shared_;
@@ -566,6 +616,7 @@ private:
     int poll_wait_us_ = 0;              // the current idle wait between polls; 0 after a poll that found data
     bool watching_ = false;             // watch_for_disconnect()'s read is outstanding
     bool writing_ = false;              // a write is under way
+    bool reading_ = false;              // read_more()'s read is under way
     std::function<void()> close_done_;  // set by close_on_strand() during a write: close at its end, then call it
     std::optional<Reply> ready_;        // a finished non-streaming reply waiting for that read to end
 };

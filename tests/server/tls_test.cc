@@ -4,10 +4,15 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "test_client.h"
 
@@ -76,6 +81,68 @@ TEST(ServerTls, ServesHttpsWithTheGivenCertificateAndRefusesPlainHttp) {
     EXPECT_EQ(first_status(raw), 0) << raw;
     EXPECT_TRUE(closed);
     EXPECT_EQ(https_call(s.port, client, "GET", "/health", "").status, 200);
+}
+
+namespace beast = boost::beast;
+namespace net = boost::asio;
+
+// How a TLS connection ended after a response: `raw_request` sent, its response's status read, `after_response` run
+// (it may stop the server), then the connection read until the server ends it. close_notify: the server ended its TLS
+// session first (the read ends in a clean EOF); false: the socket closed without it (a truncated stream, as a cut
+// connection looks) or nothing came for 10 s (`error` says which).
+struct TlsEnd {
+    int status = 0;
+    bool close_notify = false;
+    std::string error;
+};
+TlsEnd https_until_closed(int port, const std::string& ca_file, const std::string& raw_request,
+                          const std::function<void()>& after_response = nullptr) {
+    net::io_context ioc;
+    net::ssl::context context(net::ssl::context::tls_client);
+    context.load_verify_file(ca_file);
+    context.set_verify_mode(net::ssl::verify_peer);
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, context);
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(30));
+    beast::get_lowest_layer(stream).connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), uint16_t(port)));
+    stream.handshake(net::ssl::stream_base::client);
+    net::write(stream, net::buffer(raw_request));
+    beast::flat_buffer buffer;
+    beast::http::response<beast::http::string_body> response;
+    beast::http::read(stream, buffer, response);
+    TlsEnd end;
+    end.status = int(response.result_int());
+    if (after_response) after_response();
+    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));
+    beast::error_code ec;
+    char chunk[4096];
+    while (!ec) stream.read_some(net::buffer(chunk), ec);
+    end.close_notify = ec == net::error::eof;
+    end.error = ec.message();
+    return end;
+}
+
+// Whenever the server ends a TLS connection after a complete reply -- one asked to close it, a refused request, a
+// shutdown with the connection idle -- its close_notify comes before the socket closes, so the client's read ends
+// cleanly rather than in a truncated stream.
+TEST(ServerTls, TheServerEndsItsTlsSessionBeforeClosingTheSocket) {
+    Certificates certs;
+    if (!certs.made) GTEST_SKIP() << "the openssl command could not make a certificate";
+    ApiServerOptions options;
+    options.http.tls.certfile = certs.path("cert");
+    options.http.tls.keyfile = certs.path("key");
+    TestServer s(kModel, options);
+    TlsEnd end =
+        https_until_closed(s.port, certs.path("cert"), "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(end.status, 200);
+    EXPECT_TRUE(end.close_notify) << end.error;
+    end = https_until_closed(s.port, certs.path("cert"), "GET /health HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n");
+    EXPECT_EQ(end.status, 417);
+    EXPECT_TRUE(end.close_notify) << end.error;
+    // A keep-alive connection left open: the shutdown ends it.
+    end = https_until_closed(s.port, certs.path("cert"), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+                             [&] { s.server->shutdown(1); });
+    EXPECT_EQ(end.status, 200);
+    EXPECT_TRUE(end.close_notify) << end.error;
 }
 
 TEST(ServerTls, CertReqs2RequiresAClientCertificateSignedByTheCaCerts) {
