@@ -45,6 +45,44 @@ std::vector<Planned> random_workload(std::mt19937& rng) {
     return plan;
 }
 
+// Submits `plan` to `engine` in a shuffled order, a few at a time, aborting some mid-flight; every request that was
+// not aborted must produce what it produces alone on `reference`, and the engine must settle with no block held.
+void expect_workload_matches_running_alone(Engine& engine, Engine& reference, std::vector<Planned>& plan,
+                                           std::mt19937& rng, int trial) {
+    std::vector<size_t> order(plan.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::shared_ptr<OutputStream>> streams(plan.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+        auto stream = engine.submit(plan[order[k]].input);
+        ASSERT_TRUE(stream.is_ok()) << stream.status().message();
+        streams[order[k]] = *stream;
+        if (plan[order[k]].abort) engine.abort((*stream)->id());
+        if (rng() % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    for (size_t i = 0; i < plan.size(); ++i) {
+        RequestOutput got = streams[i]->wait_final();
+        ASSERT_TRUE(got.finished);
+        const SamplingParams& s = plan[i].input.params;
+        if (plan[i].abort) continue;  // may have finished before the abort landed, or not
+        ASSERT_EQ(int64_t(got.samples.size()), s.n) << "trial " << trial << " request " << i;
+        auto alone = reference.generate({plan[i].input});
+        ASSERT_TRUE(alone[0].is_ok());
+        for (size_t j = 0; j < got.samples.size(); ++j) {
+            EXPECT_EQ(got.samples[j].finish_reason, FinishReason::kLength);
+            EXPECT_EQ(int64_t(got.samples[j].token_ids.size()), s.max_tokens);
+            EXPECT_EQ(got.samples[j].token_ids, alone[0]->samples[j].token_ids)
+                << "trial " << trial << " request " << i << " sample " << j;
+        }
+    }
+    // The engine settles: nothing running, no block held.
+    engine.generate({testing_util::greedy_input({1, 2}, 1)});
+    EngineStats stats = engine.stats();
+    EXPECT_EQ(stats.kv_cache_usage, 0.0) << "trial " << trial;
+    EXPECT_EQ(stats.num_running, 0);
+    EXPECT_EQ(stats.num_waiting, 0);
+}
+
 TEST(EngineRandom, WorkloadsMatchRunningAloneAndLeakNothing) {
     std::mt19937 rng(2026);
     auto reference = make_engine("llama");
@@ -56,45 +94,38 @@ TEST(EngineRandom, WorkloadsMatchRunningAloneAndLeakNothing) {
                                   /*max_num_batched_tokens=*/16 + int64_t(rng() % 64), 1 + int64_t(rng() % 6),
                                   /*prefix_caching=*/rng() % 4 != 0, /*max_model_len=*/128);
         ASSERT_NE(engine, nullptr);
-        // Submit in a shuffled order, a few at a time, aborting some mid-flight.
-        std::vector<size_t> order(plan.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::shuffle(order.begin(), order.end(), rng);
-        std::vector<std::shared_ptr<OutputStream>> streams(plan.size());
-        for (size_t k = 0; k < order.size(); ++k) {
-            auto stream = engine->submit(plan[order[k]].input);
-            ASSERT_TRUE(stream.is_ok()) << stream.status().message();
-            streams[order[k]] = *stream;
-            if (plan[order[k]].abort) engine->abort((*stream)->id());
-            if (rng() % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
-        for (size_t i = 0; i < plan.size(); ++i) {
-            RequestOutput got = streams[i]->wait_final();
-            ASSERT_TRUE(got.finished);
-            const SamplingParams& s = plan[i].input.params;
-            if (plan[i].abort) continue;  // may have finished before the abort landed, or not
-            ASSERT_EQ(int64_t(got.samples.size()), s.n) << "trial " << trial << " request " << i;
-            auto alone = reference->generate({plan[i].input});
-            ASSERT_TRUE(alone[0].is_ok());
-            for (size_t j = 0; j < got.samples.size(); ++j) {
-                EXPECT_EQ(got.samples[j].finish_reason, FinishReason::kLength);
-                EXPECT_EQ(int64_t(got.samples[j].token_ids.size()), s.max_tokens);
-                EXPECT_EQ(got.samples[j].token_ids, alone[0]->samples[j].token_ids)
-                    << "trial " << trial << " request " << i << " sample " << j;
-            }
-        }
-        // The engine settles: nothing running, no block held.
-        engine->generate({testing_util::greedy_input({1, 2}, 1)});
+        expect_workload_matches_running_alone(*engine, *reference, plan, rng, trial);
         EngineStats stats = engine->stats();
-        EXPECT_EQ(stats.kv_cache_usage, 0.0) << "trial " << trial;
-        EXPECT_EQ(stats.num_running, 0);
-        EXPECT_EQ(stats.num_waiting, 0);
         total_preemptions += stats.num_preemptions;
         total_prefix_hits += stats.prefix_hits_device_tokens + stats.prefix_hits_host_tokens;
     }
     // The workloads did exercise what they are meant to.
     EXPECT_GT(total_preemptions, 0);
     EXPECT_GT(total_prefix_hits, 0);
+}
+
+// --max-num-partial-prefills / --max-long-partial-prefills (with the threshold they imply, or one given) only change
+// which prompts wait: every request still produces what it produces alone.
+TEST(EngineRandom, PartialPrefillLimitsChangeNoOutput) {
+    std::mt19937 rng(15);
+    auto reference = make_engine("llama");
+    for (int trial = 0; trial < 4; ++trial) {
+        auto plan = random_workload(rng);
+        EngineConfig config;
+        config.device = DeviceChoice::kCpu;
+        config.model_dir = testing_util::model_dir("llama");
+        config.max_model_len = 128;
+        config.num_device_blocks = 12 + int64_t(rng() % 10);
+        config.num_host_blocks = 0;
+        config.max_num_batched_tokens = 16 + int64_t(rng() % 64);
+        config.max_num_seqs = 1 + int64_t(rng() % 6);
+        config.max_num_partial_prefills = 1 + int64_t(rng() % 3);
+        config.max_long_partial_prefills = 1 + int64_t(rng() % uint64_t(*config.max_num_partial_prefills));
+        if (rng() % 2) config.long_prefill_token_threshold = 8 + int64_t(rng() % 24);
+        auto engine = Engine::create(config);
+        ASSERT_TRUE(engine.is_ok()) << engine.status().message();
+        expect_workload_matches_running_alone(**engine, *reference, plan, rng, trial);
+    }
 }
 
 }  // namespace
