@@ -29,7 +29,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using error_code = beast::error_code;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(120);  // keep-alive connections with no request
 constexpr auto kWriteTimeout = std::chrono::seconds(60);  // a client that stops reading
 constexpr auto kDrainTime = std::chrono::seconds(10);     // after a rejected request: the most time spent reading on
 constexpr auto kHandshakeTimeout = std::chrono::seconds(30);  // a TLS client that does not finish its handshake
@@ -182,8 +181,7 @@ public:
             // TLS between requests (the next one's read pending, nothing of it come): the read is cancelled and its
             // handler ends the session cleanly (end_tls), as after a reply.
             if constexpr (kTls) {
-                if (self->reading_ && self->parser_ && !self->parser_->got_some() && self->buffer_.size() == 0 &&
-                    !self->tls_ended_) {
+                if (self->awaiting_request() && !self->tls_ended_) {
                     self->close_done_ = std::move(done);
                     self->tcp().cancel();
                     return;
@@ -226,7 +224,8 @@ private:
         request_ = HttpRequest{};
         header_checked_ = false;
         head_ = false;
-        tcp().expires_after(kIdleTimeout);
+        tcp().expires_after(idle_timeout());
+        if constexpr (kTls) end_tls_when_idle();
         parse_buffered();
     }
 
@@ -277,6 +276,7 @@ private:
             self->reading_ = false;
             self->buffer_.commit(n);
             if (self->close_done_) return void(self->written_then_closed());  // stop(): close_on_strand cancelled it
+            if (self->idle_ended_) return self->close_after_reply();          // end_tls_when_idle() cancelled it
             if (ec) return self->close();  // EOF, reset or the idle timeout; a partial request gets no reply
             self->parse_buffered();
         });
@@ -310,7 +310,7 @@ private:
                          [self = self_ptr()](error_code ec, size_t) {
                              if (self->written_then_closed()) return;
                              if (ec) return self->close();
-                             self->tcp().expires_after(kIdleTimeout);
+                             self->tcp().expires_after(self->idle_timeout());
                              self->parse_buffered();
                          });
         return false;
@@ -569,6 +569,26 @@ private:
         return true;
     }
 
+    std::chrono::milliseconds idle_timeout() const {
+        return std::chrono::milliseconds(shared_->options.idle_timeout_ms);
+    }
+
+    // True between requests: the next one's read is pending and nothing of it has come.
+    bool awaiting_request() const { return reading_ && parser_ && !parser_->got_some() && buffer_.size() == 0; }
+
+    // TLS: a connection idle for idle_timeout() ends its session cleanly (end_tls) rather than by the stream's
+    // timeout, which closes the socket at once. timer_ fires first and cancels the read, whose handler ends TLS; the
+    // stream's timeout, a little later, still bounds a request that started. A reply's polls take timer_ over.
+    void end_tls_when_idle() {
+        tcp().expires_after(idle_timeout() + 2 * kTlsShutdownTimeout);
+        timer_.expires_after(idle_timeout());
+        timer_.async_wait([self = self_ptr()](error_code ec) {
+            if (ec || !self->awaiting_request() || self->tls_ended_) return;
+            self->idle_ended_ = true;
+            self->tcp().cancel();
+        });
+    }
+
     // The connection ends after a complete reply: TLS says so first (end_tls), then the socket closes.
     void close_after_reply() {
         if constexpr (kTls) {
@@ -603,7 +623,8 @@ private:
     bool chunk_line_too_long_ = false;  // the parser stopped on a chunk extension over the limit
     bool head_ = false;                 // the request being answered is HEAD: the reply has no body
     bool drain_started_ = false;
-    bool tls_ended_ = false;  // end_tls() ran: the TLS session is over, only the socket is left
+    bool tls_ended_ = false;   // end_tls() ran: the TLS session is over, only the socket is left
+    bool idle_ended_ = false;  // end_tls_when_idle() cancelled the read of a request that never came
     std::function<void(uint64_t, beast::string_view, error_code&)> on_chunk_header_ =
         [this](uint64_t, beast::string_view extensions, error_code& ec) { on_chunk_header(extensions, ec); };
     std::shared_ptr<Shared> shared_;

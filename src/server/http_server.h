@@ -96,6 +96,8 @@ struct HttpServerOptions {
     // max_poll_us, so thousands of quiet streams cost little CPU and a busy one is seen within min_poll_us.
     int min_poll_us = 500;
     int max_poll_us = 8000;
+    // A keep-alive connection with no request for this long is closed (and a request must arrive within it).
+    int idle_timeout_ms = 120'000;
     TlsOptions tls;
 };
 

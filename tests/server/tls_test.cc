@@ -2,6 +2,7 @@
 // a self-signed certificate made by the openssl command for each run.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -143,6 +144,30 @@ TEST(ServerTls, TheServerEndsItsTlsSessionBeforeClosingTheSocket) {
                              [&] { s.server->shutdown(1); });
     EXPECT_EQ(end.status, 200);
     EXPECT_TRUE(end.close_notify) << end.error;
+}
+
+// A keep-alive connection idle for the idle timeout is ended the same way, and so is a plain one (by closing it).
+TEST(ServerTls, AnIdleConnectionEndsWithItsTlsSession) {
+    Certificates certs;
+    if (!certs.made) GTEST_SKIP() << "the openssl command could not make a certificate";
+    ApiServerOptions options;
+    options.http.tls.certfile = certs.path("cert");
+    options.http.tls.keyfile = certs.path("key");
+    options.http.idle_timeout_ms = 300;
+    TestServer s(kModel, options);
+    const auto start = std::chrono::steady_clock::now();
+    const TlsEnd end = https_until_closed(s.port, certs.path("cert"), "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(end.status, 200);
+    EXPECT_TRUE(end.close_notify) << end.error;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    ApiServerOptions plain_options;
+    plain_options.http.idle_timeout_ms = 300;
+    TestServer plain(kModel, plain_options);
+    HttpConnection connection(plain.port);
+    connection.send("GET", "/health", "");
+    EXPECT_EQ(connection.receive().status, 200);
+    std::string received;
+    EXPECT_EQ(connection.read_some(&received, 5), HttpConnection::ReadEnd::kClosed);
 }
 
 TEST(ServerTls, CertReqs2RequiresAClientCertificateSignedByTheCaCerts) {
