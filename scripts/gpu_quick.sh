@@ -21,7 +21,7 @@ step() {  # step NAME SECONDS COMMAND...
 }
 nvidia-smi -L >"$out/machine.txt" 2>&1
 step cuda_tests 200 "$build/taco_cuda_tests" --gtest_brief=1 \
-  --gtest_filter='CudaPagedAttention*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+  --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
 step kernels_tests 60 "$build/taco_kernels_tests" --gtest_brief=1 \
   --gtest_filter='CudaBF16/OpParity*:Cuda/OpsBatchInvariance*'
 step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02 \

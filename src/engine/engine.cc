@@ -575,9 +575,10 @@ std::vector<SampledToken> Engine::sample_rows(const TensorView& logits, std::spa
             else
                 draws[masked[m]].allowed_tokens = std::span<const uint32_t>(token_masks_.data() + m * words, words);
         }
-        // The device sampler takes no mask: a step with one samples on the host, which draws the same tokens from
-        // the same logits (exec/device_batch_sampler.h).
-        if (logits.device != Device::kCpu) sample_logits = runner_->host_logits();
+        // The device sampler applies the masks where switched on (LogitsSampler::device_grammar_masks); otherwise a
+        // step with one samples on the host, which draws the same tokens from the same logits.
+        if (logits.device != Device::kCpu && !LogitsSampler::device_grammar_masks())
+            sample_logits = runner_->host_logits();
     }
     std::vector<SampledToken> tokens(rows.size());
     sampler_.sample(runner_->executor().context(), sample_logits, draws, tokens);

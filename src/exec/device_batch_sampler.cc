@@ -41,18 +41,19 @@ void DeviceBatchSampler::grow(Tensor& buffer, size_t bytes, MemoryKind memory) {
 
 size_t DeviceBatchSampler::device_bytes() const {
     size_t bytes = 0;
-    for (const Tensor* t : {&upload_device_, &results_device_, &processed_, &state_, &sort_keys_[0], &sort_keys_[1],
-                            &sort_ids_[0], &sort_ids_[1], &segment_begin_, &segment_end_, &sort_temp_})
+    for (const Tensor* t : {&upload_device_, &results_device_, &processed_, &masked_, &state_, &sort_keys_[0],
+                            &sort_keys_[1], &sort_ids_[0], &sort_ids_[1], &segment_begin_, &segment_end_, &sort_temp_})
         if (t->defined()) bytes += t->view().nbytes();
     return bytes;
 }
 
-void DeviceBatchSampler::grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots, int64_t vocab,
-                                      size_t results_bytes) {
+void DeviceBatchSampler::grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots,
+                                      int64_t num_masks, int64_t vocab, size_t results_bytes) {
     grow(results_host_, results_bytes, MemoryKind::kPinnedHost);
     grow(results_device_, results_bytes, MemoryKind::kDevice);
     grow(state_, cuda::sampling_state_bytes(num_draws), MemoryKind::kDevice);
     grow(processed_, size_t(num_edit_slots) * size_t(vocab) * sizeof(float), MemoryKind::kDevice);
+    grow(masked_, size_t(num_masks) * size_t(vocab) * sizeof(float), MemoryKind::kDevice);
     const size_t sort_items = size_t(num_sort_slots) * size_t(vocab);
     for (int b = 0; b < 2; ++b) {
         grow(sort_keys_[b], sort_items * sizeof(uint32_t), MemoryKind::kDevice);
@@ -72,7 +73,7 @@ void DeviceBatchSampler::reserve(int64_t max_draws, int64_t vocab) {
     TACO_CHECK_MSG(max_draws >= 0 && vocab > 0 && max_draws * vocab <= INT_MAX,
                    "cannot reserve the device sampler for {} draws of a {}-token vocabulary", max_draws, vocab);
     const size_t record_bytes = sizeof(cuda::LogprobRecord) + cuda::kMaxTopLogprobs * sizeof(cuda::TopLogprob);
-    grow_scratch(max_draws, max_draws, max_draws, vocab,
+    grow_scratch(max_draws, max_draws, max_draws, max_draws, vocab,
                  align8(size_t(max_draws) * sizeof(int32_t)) + size_t(max_draws) * record_bytes);
 }
 
@@ -95,6 +96,13 @@ void DeviceBatchSampler::pack_draw(const SamplingRow& row, int32_t vocab) {
     d.edit_slot = -1;
     d.sort_slot = -1;
     d.logprob_offset = -1;
+    d.mask_slot = -1;
+    if (!row.allowed_tokens.empty()) {
+        TACO_CHECK_MSG(row.allowed_tokens.size() == size_t(vocab + 31) / 32,
+                       "token mask of {} words for a vocabulary of {}", row.allowed_tokens.size(), vocab);
+        d.mask_slot = num_masks_++;
+        masks_.insert(masks_.end(), row.allowed_tokens.begin(), row.allowed_tokens.end());
+    }
     if (p.greedy()) {
         d.flags |= cuda::kDrawGreedy;
     } else if (TokenFilter::restricts(p, size_t(vocab))) {
@@ -176,6 +184,8 @@ void DeviceBatchSampler::sample(const ExecContext& ctx, const TensorView& logits
     edits_.clear();
     num_edit_slots_ = 0;
     num_sort_slots_ = 0;
+    masks_.clear();
+    num_masks_ = 0;
     if (edit_of_token_.size() != size_t(vocab)) edit_of_token_.assign(size_t(vocab), -1);
     const size_t num_draws = rows.size();
     results_bytes_ = align8(num_draws * sizeof(int32_t));  // the tokens, then the logprob records
@@ -187,15 +197,18 @@ void DeviceBatchSampler::sample(const ExecContext& ctx, const TensorView& logits
 
     // Scratch, grown to this step (no allocation once the largest step has been seen).
     const size_t params_bytes = num_draws * sizeof(cuda::DrawParams);
-    const size_t upload_bytes = params_bytes + edits_.size() * sizeof(cuda::EditEntry);
+    const size_t edits_bytes = edits_.size() * sizeof(cuda::EditEntry);
+    const size_t upload_bytes = params_bytes + edits_bytes + masks_.size() * sizeof(uint32_t);
     grow(upload_host_, upload_bytes, MemoryKind::kPinnedHost);
     grow(upload_device_, upload_bytes, MemoryKind::kDevice);
-    grow_scratch(int64_t(num_draws), num_edit_slots_, num_sort_slots_, vocab, results_bytes_);
+    grow_scratch(int64_t(num_draws), num_edit_slots_, num_sort_slots_, num_masks_, vocab, results_bytes_);
 
-    // The one upload: DrawParams[num_draws], then EditEntry[num_edits].
+    // The one upload: DrawParams[num_draws], then EditEntry[num_edits], then the masks.
     auto* upload = static_cast<unsigned char*>(upload_host_.view().data);
     std::memcpy(upload, draws_.data(), params_bytes);
-    if (!edits_.empty()) std::memcpy(upload + params_bytes, edits_.data(), edits_.size() * sizeof(cuda::EditEntry));
+    if (!edits_.empty()) std::memcpy(upload + params_bytes, edits_.data(), edits_bytes);
+    if (!masks_.empty())
+        std::memcpy(upload + params_bytes + edits_bytes, masks_.data(), masks_.size() * sizeof(uint32_t));
 
     cuda::SamplingStep step;
     step.logits = static_cast<const float*>(logits.data);
@@ -208,6 +221,9 @@ void DeviceBatchSampler::sample(const ExecContext& ctx, const TensorView& logits
     step.upload_host = upload;
     step.upload_device = data_of(upload_device_);
     step.upload_bytes = upload_bytes;
+    step.num_masks = num_masks_;
+    step.mask_words = int32_t((vocab + 31) / 32);
+    step.masked = static_cast<float*>(data_of(masked_));
     step.processed = static_cast<float*>(data_of(processed_));
     step.state = data_of(state_);
     for (int b = 0; b < 2; ++b) {

@@ -3,9 +3,9 @@
 // (to the last bit or two of a float: CUDA's exp / log and glibc's may differ in the last bit of a double, and sums
 // run in another order). The allowed set of a filtered draw is TokenFilter's, computed with the same double
 // arithmetic; only a token within a rounding (about 1e-16 relative) of a min_p or top-p edge could fall the other
-// way.
+// way. A row's grammar mask (SamplingRow::allowed_tokens) is applied on the device as BatchSampler applies it.
 //
-// One call per step: the rows' parameters and token lists are packed on the host into one pinned buffer and sent
+// One call per step: the rows' parameters, token lists and masks are packed on the host into one pinned buffer and sent
 // with one copy; kernels sample every row (kernels/cuda/sampling.h); one copy brings back the tokens and the
 // logprobs asked for, and the call waits once for it. Device scratch (processed logits, the top-p sort) is sized
 // for the largest step seen and only grows, so a steady state allocates nothing. Not thread-safe: one per stream.
@@ -57,8 +57,8 @@ private:
     // Grows a buffer to at least `bytes` (never shrinks).
     static void grow(Tensor& buffer, size_t bytes, MemoryKind memory);
     // Grows every buffer but the uploads to a step of this shape.
-    void grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots, int64_t vocab,
-                      size_t results_bytes);
+    void grow_scratch(int64_t num_draws, int64_t num_edit_slots, int64_t num_sort_slots, int64_t num_masks,
+                      int64_t vocab, size_t results_bytes);
 
     // The step being packed.
     std::vector<cuda::DrawParams> draws_;
@@ -66,11 +66,14 @@ private:
     std::vector<int32_t> edit_of_token_;  // [vocab] index into edits_ of a token of the draw being packed, or -1
     int32_t num_edit_slots_ = 0, num_sort_slots_ = 0;
     size_t results_bytes_ = 0;
+    std::vector<uint32_t> masks_;  // [masked draws, ceil(vocab / 32)] their grammar masks
+    int32_t num_masks_ = 0;
 
     // Buffers, each grown to the largest step seen.
-    Tensor upload_host_, upload_device_;    // DrawParams[], EditEntry[]
+    Tensor upload_host_, upload_device_;    // DrawParams[], EditEntry[], uint32 masks[]
     Tensor results_host_, results_device_;  // tokens, logprob records
     Tensor processed_;                      // f32 [edit slots, vocab]
+    Tensor masked_;                         // f32 [masked draws, vocab]
     Tensor state_;
     Tensor sort_keys_[2], sort_ids_[2];  // [sort slots * vocab]
     Tensor segment_begin_, segment_end_;

@@ -1,9 +1,12 @@
 #include "exec/logits_sampler.h"
 
+#include <cstdlib>
+
 #include "core/check.h"
 
 #if defined(TACO_WITH_CUDA)
 #include "exec/device_batch_sampler.h"
+#include "kernels/cuda/env_switch.h"
 #endif
 
 namespace taco {
@@ -26,16 +29,29 @@ void LogitsSampler::reserve_device(int64_t max_draws, int64_t vocab) {
 #endif
 }
 
+bool LogitsSampler::device_grammar_masks() {
+#if defined(TACO_WITH_CUDA)
+    static const bool enabled =
+        cuda::env_opt_in("TACO_CUDA_DEVICE_GRAMMAR_MASKS", std::getenv("TACO_CUDA_DEVICE_GRAMMAR_MASKS"),
+                         "grammar masks applied by the GPU sampler");
+    return enabled;
+#else
+    return false;
+#endif
+}
+
 void LogitsSampler::sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                            std::span<SampledToken> out) {
     if (rows.empty() || logits.device == Device::kCpu) {
         host_.sample(logits, rows, out);
         return;
     }
-    // DeviceBatchSampler takes no grammar mask: a masked step samples host logits (Engine::sample_rows copies them).
-    for (const SamplingRow& row : rows)
-        TACO_CHECK_MSG(row.allowed_tokens.empty(), "a grammar mask needs host logits, got {} logits",
-                       device_name(logits.device));
+    // Grammar masks on the device only when switched on; otherwise a masked step samples host logits
+    // (Engine::sample_rows copies them).
+    if (!device_grammar_masks())
+        for (const SamplingRow& row : rows)
+            TACO_CHECK_MSG(row.allowed_tokens.empty(), "a grammar mask needs host logits, got {} logits",
+                           device_name(logits.device));
 #if defined(TACO_WITH_CUDA)
     if (!device_) device_ = std::make_unique<DeviceSide>();
     device_->sampler.sample(ctx, logits, rows, out);

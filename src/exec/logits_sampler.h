@@ -21,15 +21,20 @@ public:
     LogitsSampler(const LogitsSampler&) = delete;
     LogitsSampler& operator=(const LogitsSampler&) = delete;
 
-    // BatchSampler::sample by logits.device. Rows with a grammar mask (SamplingRow::allowed_tokens) need host logits.
-    // ctx: the context the logits were computed on; for device logits its stream orders the sampling after the forward
-    // pass (unused for host logits).
+    // BatchSampler::sample by logits.device. Rows with a grammar mask (SamplingRow::allowed_tokens) on device logits
+    // need device_grammar_masks() (else the caller samples host logits). ctx: the context the logits were computed on;
+    // for device logits its stream orders the sampling after the forward pass (unused for host logits).
     void sample(const ExecContext& ctx, const TensorView& logits, std::span<const SamplingRow> rows,
                 std::span<SampledToken> out);
 
     // Takes now the device scratch of a step of up to max_draws draws over `vocab` tokens (DeviceBatchSampler::
     // reserve), so a GPU engine holds it before its KV cache is sized; a no-op in the CPU build.
     void reserve_device(int64_t max_draws, int64_t vocab);
+
+    // Whether device logits with grammar masks are sampled on the GPU (DeviceBatchSampler applies the masks): opt-in
+    // with TACO_CUDA_DEVICE_GRAMMAR_MASKS=1 until the GPU suite has run its parity test
+    // (DeviceBatchSamplerTest.GrammarMasksDrawTheCpuSamplersTokensAndLogprobs); false in the CPU build.
+    static bool device_grammar_masks();
 
 private:
     struct DeviceSide;  // the DeviceBatchSampler (CUDA build)

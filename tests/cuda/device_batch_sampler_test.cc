@@ -45,6 +45,7 @@ struct Draw {
     uint64_t seed = 0;
     int64_t draw_index = 0;
     bool sampled_logprob = false;
+    std::vector<uint32_t> mask;  // a grammar mask ([ceil(vocab / 32)] words), or empty
 };
 
 std::vector<SamplingRow> rows_of(const std::vector<Draw>& draws) {
@@ -59,6 +60,7 @@ std::vector<SamplingRow> rows_of(const std::vector<Draw>& draws) {
         row.output_ids = d.context.output;
         row.suppressed_ids = d.context.suppressed;
         row.sampled_logprob = d.sampled_logprob;
+        row.allowed_tokens = d.mask;
         rows.push_back(row);
     }
     return rows;
@@ -286,6 +288,40 @@ TEST_F(DeviceBatchSamplerTest, EveryModeDrawsTheCpuSamplersTokensAndLogprobs) {
         const int64_t num_logits_rows = 7;
         const Tensor logits = random_logits(num_logits_rows, vocab, uint32_t(vocab));
         expect_same_as_cpu(logits, every_mode(vocab, num_logits_rows), "vocab " + std::to_string(vocab));
+        if (HasFailure()) return;
+    }
+}
+
+// Grammar masks (SamplingRow::allowed_tokens) on every mode: a few allowed tokens, half of them, one, the last ids
+// of a vocabulary that is not a multiple of 32, and an all-zero mask (no mask, as BatchSampler has it); the logprobs
+// read the masked row on both sides.
+TEST_F(DeviceBatchSamplerTest, GrammarMasksDrawTheCpuSamplersTokensAndLogprobs) {
+    for (int64_t vocab : {1001, 32000, 152064}) {
+        const int64_t num_logits_rows = 5;
+        const Tensor logits = random_logits(num_logits_rows, vocab, uint32_t(vocab) + 1);
+        std::vector<Draw> draws = every_mode(vocab, num_logits_rows);
+        const size_t words = size_t(vocab + 31) / 32;
+        std::mt19937 rng{uint32_t(vocab)};
+        for (size_t i = 0; i < draws.size(); ++i) {
+            if (i % 6 == 5) continue;  // some draws stay unmasked beside the masked ones
+            std::vector<uint32_t> mask(words, 0u);
+            const auto allow = [&](int64_t t) { mask[size_t(t / 32)] |= 1u << (t % 32); };
+            switch (i % 6) {
+                case 0:
+                    for (int k = 0; k < 7; ++k) allow(int64_t(rng() % uint64_t(vocab)));
+                    break;
+                case 1:
+                    for (int64_t t = 0; t < vocab; t += 2) allow(t);
+                    break;
+                case 2: allow(int64_t(rng() % uint64_t(vocab))); break;
+                case 3:
+                    for (int64_t t = vocab - 40; t < vocab; ++t) allow(t);
+                    break;
+                case 4: break;  // allows nothing: no mask
+            }
+            draws[i].mask = mask;
+        }
+        expect_same_as_cpu(logits, draws, "masked, vocab " + std::to_string(vocab));
         if (HasFailure()) return;
     }
 }

@@ -46,10 +46,14 @@ struct KernelArgs {
     int32_t* segment_begin;  // [sort slots]
     int32_t* segment_end;
     unsigned char* results;  // int32 tokens[num_draws], then the logprob records
+    const uint32_t* masks;   // [num_masks, mask_words] grammar masks
+    float* masked;           // [num_masks, vocab] the masked rows
+    int32_t mask_words;
 };
 
+// The model's row of a draw, after its grammar mask when it has one (mask_kernel's copy).
 __device__ const float* raw_row(const KernelArgs& a, const DrawParams& p) {
-    return a.logits + p.logits_row * a.row_stride;
+    return p.mask_slot >= 0 ? a.masked + int64_t(p.mask_slot) * a.vocab : a.logits + p.logits_row * a.row_stride;
 }
 
 // The logits a draw samples from: its processed copy when it has edits, else the raw row.
@@ -169,6 +173,24 @@ __device__ double raw_logprobs(const KernelArgs& a, const DrawParams& p, const f
         record->num_top = n;
     }
     return log_normalizer;
+}
+
+// One block per draw: a draw with a grammar mask gets its row with the tokens the mask leaves out at -inf
+// (BatchSampler's apply_token_mask: an all-zero mask changes nothing); the others return at once.
+__global__ void __launch_bounds__(kSamplingThreads) mask_kernel(KernelArgs a) {
+    grid_dependency_wait();
+    const DrawParams p = a.params[blockIdx.x];
+    if (p.mask_slot < 0) return;
+    const uint32_t* mask = a.masks + int64_t(p.mask_slot) * a.mask_words;
+    const float* src = a.logits + p.logits_row * a.row_stride;
+    float* dst = a.masked + int64_t(p.mask_slot) * a.vocab;
+    int any = 0;
+    for (int w = int(threadIdx.x); w < a.mask_words; w += kSamplingThreads) any |= mask[w] != 0;
+    any = __syncthreads_or(any);
+    for (int64_t i = threadIdx.x; i < a.vocab; i += kSamplingThreads) {
+        const bool allowed = !any || ((mask[i / 32] >> (i % 32)) & 1u);
+        dst[i] = allowed ? src[i] : -INFINITY;
+    }
 }
 
 // One block per draw: edits, raw logprobs, and the draw itself unless top-p leaves it to the finish kernel.
@@ -432,7 +454,13 @@ void sample_on_device(const SamplingStep& step, void* stream_ptr) {
     a.segment_begin = step.segment_begin;
     a.segment_end = step.segment_end;
     a.results = static_cast<unsigned char*>(step.results_device);
+    a.masks = reinterpret_cast<const uint32_t*>(static_cast<const unsigned char*>(step.upload_device) +
+                                                size_t(step.num_draws) * sizeof(DrawParams) +
+                                                size_t(step.num_edits) * sizeof(EditEntry));
+    a.masked = step.masked;
+    a.mask_words = step.mask_words;
 
+    if (step.num_masks > 0) launch_kernel("mask_kernel", mask_kernel, step.num_draws, kSamplingThreads, 0, stream, a);
     launch_kernel("prepare_kernel", prepare_kernel, step.num_draws, kSamplingThreads, 0, stream, a);
 
     const uint32_t* sorted_keys = nullptr;

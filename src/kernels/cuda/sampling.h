@@ -4,7 +4,11 @@
 // between the host packing and the kernels (sampling.cu).
 //
 // A step (sample_on_device):
-//   1. one copy of the packed upload (DrawParams[num_draws], then EditEntry[num_edits]) from pinned memory;
+//   1. one copy of the packed upload (DrawParams[num_draws], then EditEntry[num_edits], then the grammar masks
+//      uint32[num_masks, mask_words]) from pinned memory;
+//   1b. with masks: mask kernel, one block per draw with a mask: the draw's row with its disallowed tokens at -inf
+//      (BatchSampler's apply_token_mask: a mask that allows nothing is no mask) into the masked scratch, which is the
+//      draw's raw row from there on (its logprobs read it, as on the host);
 //   2. prepare kernel, one block per draw: raw log-softmax stats and top logprobs when asked for; the processed
 //      logits (a copy of the raw row with the draw's edits: suppressed ids, logit_bias, penalties) when it has edits;
 //      greedy argmax, or the allowed set of TokenFilter (top-k threshold by radix select, min_p, temperature) and a
@@ -52,7 +56,7 @@ struct DrawParams {
     int32_t top_k;             // 0 < top_k < vocab when top-k restricts, else 0
     int32_t num_top_logprobs;  // top logprobs returned, in [0, min(20, vocab)]
     int32_t logprob_offset;    // byte offset of this draw's LogprobRecord in the results, -1 if none
-    int32_t reserved;
+    int32_t mask_slot;  // row of the uploaded masks and of the masked scratch when it has a grammar mask, else -1
 };
 static_assert(sizeof(DrawParams) == 128, "DrawParams layout");
 
@@ -99,9 +103,14 @@ struct SamplingStep {
     int32_t num_edits = 0;
     int32_t num_sort_slots = 0;  // draws with kDrawTopP
 
-    const void* upload_host = nullptr;  // pinned: DrawParams[num_draws], EditEntry[num_edits]
+    int32_t num_masks = 0;   // draws with a grammar mask
+    int32_t mask_words = 0;  // ceil(vocab / 32)
+
+    const void* upload_host = nullptr;  // pinned: DrawParams[num_draws], EditEntry[num_edits], uint32 masks
     void* upload_device = nullptr;      // the same bytes on the device
     size_t upload_bytes = 0;
+
+    float* masked = nullptr;  // [num_masks, vocab]: masked draws' rows
 
     float* processed = nullptr;  // [edit slots, vocab]
     void* state = nullptr;       // [num_draws] per-draw state between the kernels (sampling_state_bytes)
