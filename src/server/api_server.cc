@@ -176,14 +176,16 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
 void ApiServer::shutdown(double timeout_s) {
     draining_ = true;
     http_->stop_accepting();
+    // A handler that began before draining_ was set may still be submitting its request (its reply not yet counted
+    // in in_flight_): handling_ covers it until its reply exists. One that begins after sees draining_ and refuses.
     auto wait_for_replies = [this](std::chrono::duration<double> limit) {
         const auto deadline = std::chrono::steady_clock::now() + limit;
-        while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        while (handling_.load() + in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
     };
     wait_for_replies(std::chrono::duration<double>(timeout_s));
-    if (in_flight_.load() > 0) {
-        log_warn("server: aborting {} requests still in flight", in_flight_.load());
+    if (handling_.load() + in_flight_.load() > 0) {
+        log_warn("server: aborting {} requests still in flight", handling_.load() + in_flight_.load());
         // Each reply aborts its engine requests at its next poll and ends as aborted (a stream's last chunks, a
         // whole reply's 503); stop() below lets the writes under way finish. Bounded: a step thread stuck in a long
         // pass cannot hold the shutdown.
@@ -212,6 +214,12 @@ bool ApiServer::authorized(const HttpRequest& request) const {
 }
 
 HandlerResult ApiServer::handle(const HttpRequest& request) {
+    // Counted for shutdown() from before the draining check (in dispatch) until the reply exists.
+    struct Handling {
+        std::atomic<int64_t>& count;
+        explicit Handling(std::atomic<int64_t>& c) : count(c) { count.fetch_add(1); }
+        ~Handling() { count.fetch_sub(1); }
+    } handling(handling_);
     // As vLLM, whose CORS middleware runs before its authentication (which lets OPTIONS through): a preflight needs
     // no key. Unlike vLLM, a 401 carries the CORS headers too, so a browser client can read why it was refused.
     if (auto preflight = cors_.preflight(request)) return HandlerResult{std::move(*preflight), nullptr};

@@ -95,6 +95,9 @@ private:
     ParseContext context_;
     std::unique_ptr<ServerMetrics> metrics_;
     std::atomic<int64_t> in_flight_{0};
+    // Handler calls under way: a generation request's reply counts in in_flight_ only once its handler has submitted
+    // it, so shutdown() also waits for these (a request handled as the drain began would otherwise be cut).
+    std::atomic<int64_t> handling_{0};
     std::atomic<bool> draining_{false};  // shutdown() started: new generation requests are refused
     std::atomic<bool> aborting_{false};  // shutdown() gave up waiting: live replies abort their requests
     int64_t created_ = 0;
