@@ -1,5 +1,5 @@
-// `taco_llm serve|generate` with a hub id (through a mock hub on loopback and the HF_* environment), and vLLM's
-// `-tp` spelling of --tensor-parallel-size.
+// `taco_llm serve|generate` with a hub id (through a mock hub on loopback, the HF_* environment and --hf-token), and
+// vLLM's `-tp` spelling of --tensor-parallel-size.
 #include <unistd.h>
 
 #include <filesystem>
@@ -112,6 +112,35 @@ TEST(HubCli, ServeTokenizerHubIdIsDownloadedAtTheTokenizerRevision) {
     std::string commit;
     ref >> commit;
     EXPECT_EQ(commit, repo.commit);
+    fs::remove_all(cache);
+}
+
+// --hf-token: the token a gated repository needs, as HF_TOKEN would give it (without it the error says so).
+TEST(HubCli, ServeHfTokenOpensAGatedRepository) {
+    server::testing::MockHub hub;
+    server::testing::MockHub::Repo repo;
+    repo.commit = "fedcba9876543210fedcba9876543210fedcba98";
+    repo.token = "secret";
+    for (const char* name : {"config.json", "generation_config.json", "model.safetensors"})
+        repo.files[name] = [&] {
+            std::ifstream in(golden_model_dir("llama") + "/" + name, std::ios::binary);
+            return std::string(std::istreambuf_iterator<char>(in), {});
+        }();
+    hub.add_repo("acme/gated", repo);
+    const fs::path cache = fresh_cache("hf_token");
+    // No ambient token: an empty HF_TOKEN and a token file that is not there.
+    const std::vector<std::pair<std::string, std::string>> env = {{"HF_ENDPOINT", hub.endpoint()},
+                                                                  {"HF_HUB_CACHE", cache.string()},
+                                                                  {"HF_HUB_OFFLINE", "0"},
+                                                                  {"HF_TOKEN", ""},
+                                                                  {"HF_TOKEN_PATH", "/nonexistent/token"}};
+    CommandResult denied = run_taco("serve acme/gated --port -1", "", env);
+    EXPECT_EQ(denied.exit_code, 1);
+    EXPECT_NE(denied.err.find("HF_TOKEN"), std::string::npos) << denied.err;
+    CommandResult r = run_taco("serve acme/gated --hf-token secret --port -1", "", env);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("downloaded model.safetensors"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--port -1 is out of range"), std::string::npos) << r.err;  // past the engine's start
     fs::remove_all(cache);
 }
 

@@ -73,7 +73,13 @@ TEST(ServeCli, FlagsThatCannotServeAreRefusedAtStartup) {
 TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
     expect_refused("models/demo --port 0 --enable-lora", "--enable-lora: LoRA");
     expect_refused("models/demo --port 0 --max-loras 2", "--max-loras: LoRA");
+    expect_refused("models/demo --port 0 --lora-modules a=/x", "--lora-modules: LoRA");
+    expect_refused("models/demo --port 0 --max-lora-rank 8", "--max-lora-rank: LoRA");
     expect_refused("models/demo --port 0 --limit-mm-per-prompt '{}'", "--limit-mm-per-prompt");
+    expect_refused("models/demo --port 0 --speculative-config '{}'", "--speculative-config: speculative decoding");
+    expect_refused("models/demo --port 0 --hf-overrides '{\"rope_theta\": 1}'", "--hf-overrides: overriding");
+    expect_refused("models/demo --port 0 --override-generation-config '{\"temperature\": 0.5}'",
+                   "--override-generation-config: use --generation-config");
     expect_refused("models/demo --port 0 --pipeline-parallel-size 2", "--pipeline-parallel-size 2");
     expect_refused("models/demo --port 0 --data-parallel-size 2", "--data-parallel-size 2");
     expect_refused("models/demo --port 0 -q awq", "--quantization awq");
@@ -156,6 +162,21 @@ TEST(ServeCli, NoOpFlagsSayWhyInHelpAndWhenGiven) {
         << r.err;
     EXPECT_NE(r.err.find("--compilation-config is accepted for vLLM compatibility; no effect here"), std::string::npos)
         << r.err;
+}
+
+// The neutral values of vLLM's flags for features that are not here (and the modes that are what the server does
+// anyway) start the server: the run gets past the engine's start to the port, the last check.
+TEST(ServeCli, NeutralValuesOfVllmFlagsStart) {
+    CommandResult r = run_taco(
+        "serve models/demo --port -1 -q none --task generate --runner generate --data-parallel-size 1 "
+        "--pipeline-parallel-size 1 --tensor_parallel_size 1 --tokenizer-mode slow --chat-template-content-format "
+        "string --distributed-executor-backend mp --cpu-offload-gb 0 --kv-cache-dtype auto -O 3");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("--port -1 is out of range"), std::string::npos) << r.err;
+    for (const char* mode : {"auto", "hf"}) {
+        CommandResult m = run_taco(std::string("serve models/demo --port -1 --tokenizer-mode ") + mode);
+        EXPECT_NE(m.err.find("--port -1 is out of range"), std::string::npos) << mode << ": " << m.err;
+    }
 }
 
 // argparse takes every long flag with underscores too: the same checks answer for --max_pending_requests.

@@ -1,5 +1,5 @@
 // vLLM's server flags that change what a response or the log says: --root-path, --enable-log-requests with
-// --max-log-len, --enable-prompt-tokens-details.
+// --max-log-len, --enable-prompt-tokens-details, --disable-fastapi-docs, --default-chat-template-kwargs.
 #include <gtest/gtest.h>
 
 #include "test_client.h"
@@ -84,6 +84,43 @@ TEST(ServerPromptTokensDetails, CachedTokensOnlyWithTheFlagAndAPrefixCacheHit) {
     post(off.port, "/v1/completions", body);
     const json again = post(off.port, "/v1/completions", body).json();
     EXPECT_FALSE(again["usage"].contains("prompt_tokens_details")) << again;
+}
+
+TEST(ServerDocs, DisableFastapiDocsTakesOpenApiJsonAway) {
+    TestServer served(kModel);
+    const HttpResult docs = http_call(served.port, "GET", "/openapi.json", "");
+    ASSERT_EQ(docs.status, 200) << docs.body;
+    EXPECT_TRUE(docs.json()["paths"].contains("/v1/chat/completions"));
+    ApiServerOptions options;
+    options.disable_docs = true;
+    TestServer hidden(kModel, options);
+    EXPECT_EQ(http_call(hidden.port, "GET", "/openapi.json", "").status, 404);
+    EXPECT_EQ(http_call(hidden.port, "GET", "/v1/models", "").status, 200);  // only the document goes
+}
+
+// --default-chat-template-kwargs: every request's template sees the server's variables; a request's own
+// chat_template_kwargs win key by key.
+TEST(ServerChatTemplateKwargs, ServerDefaultsReachTheTemplateAndARequestsOwnWin) {
+    ApiServerOptions options;
+    options.chat_template = "{{ greeting }}{% for m in messages %} {{ m['content'] }}{% endfor %}{{ mark }}";
+    options.default_chat_template_kwargs = {{"greeting", "Hello"}, {"mark", "!"}};
+    TestServer s(kDemo, options);
+    auto tokens = [&](const json& body) {
+        const HttpResult r = post(s.port, "/tokenize", body);
+        EXPECT_EQ(r.status, 200) << r.body;
+        return r.json()["tokens"];
+    };
+    auto text = [&](const char* prompt) { return tokens({{"prompt", prompt}, {"add_special_tokens", false}}); };
+    const json messages = {{{"role", "user"}, {"content", "world"}}};
+    EXPECT_EQ(tokens({{"messages", messages}}), text("Hello world!"));
+    EXPECT_EQ(tokens({{"messages", messages}, {"chat_template_kwargs", {{"greeting", "Bye"}}}}), text("Bye world!"));
+
+    ApiServerOptions no_defaults;
+    no_defaults.chat_template = options.chat_template;
+    TestServer plain(kDemo, no_defaults);  // no defaults: the variables are undefined, so empty
+    const HttpResult bare = post(plain.port, "/tokenize", {{"messages", messages}});
+    ASSERT_EQ(bare.status, 200) << bare.body;
+    EXPECT_EQ(bare.json()["tokens"], text(" world"));
 }
 
 }  // namespace
