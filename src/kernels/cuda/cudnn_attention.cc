@@ -399,6 +399,23 @@ cudnnHandle_t handle_of(State& st, const CudnnApi& api, int device, std::string&
 
 cudnnDataType_t cudnn_dtype(DType dtype) { return dtype == DType::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16; }
 
+// The plan key of a shape on the current device.
+SdpaKey key_of(int64_t b, int64_t s_q, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t num_blocks,
+               int64_t block_size, int64_t max_blocks, DType dtype) {
+    SdpaKey key;
+    TACO_CUDA_CHECK(cudaGetDevice(&key.device));
+    key.b = b;
+    key.s_q = s_q;
+    key.h = heads;
+    key.h_kv = kv_heads;
+    key.d = head_dim;
+    key.num_blocks = num_blocks;
+    key.block_size = block_size;
+    key.max_blocks = max_blocks;
+    key.dtype = cudnn_dtype(dtype);
+    return key;
+}
+
 // The plan of the first of cudnn_attention_variants() cuDNN has an engine for, with its device buffers; nullptr with
 // each form's failure in `why`.
 std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, std::string& why) {
@@ -482,17 +499,7 @@ std::string cudnn_attention_probe(const SdpaGraphVariant& variant, int64_t b, in
     std::string why;
     const CudnnApi* api = cudnn_api(&why);
     if (api == nullptr) return why;
-    SdpaKey key;
-    TACO_CUDA_CHECK(cudaGetDevice(&key.device));
-    key.b = b;
-    key.s_q = s_q;
-    key.h = heads;
-    key.h_kv = kv_heads;
-    key.d = head_dim;
-    key.num_blocks = num_blocks;
-    key.block_size = block_size;
-    key.max_blocks = max_blocks;
-    key.dtype = cudnn_dtype(dtype);
+    const SdpaKey key = key_of(b, s_q, heads, kv_heads, head_dim, num_blocks, block_size, max_blocks, dtype);
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
     cudnnHandle_t handle = handle_of(st, *api, key.device, why);
@@ -533,17 +540,9 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     for (const TensorView* t : {&q, &out, &k_cache, &v_cache})
         if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "cuDNN attention needs 16-byte aligned operands";
 
-    SdpaKey key;
-    TACO_CUDA_CHECK(cudaGetDevice(&key.device));
-    key.b = batch.seq_lens.shape[0];
-    key.s_q = cudnn_attention_query_bucket(batch.max_query_len);
-    key.h = q.shape[1];
-    key.h_kv = k_cache.shape[2];
-    key.d = d;
-    key.num_blocks = k_cache.shape[0];
-    key.block_size = k_cache.shape[1];
-    key.max_blocks = batch.block_tables.shape[1];
-    key.dtype = cudnn_dtype(q.dtype);
+    const SdpaKey key =
+        key_of(batch.seq_lens.shape[0], cudnn_attention_query_bucket(batch.max_query_len), q.shape[1], k_cache.shape[2],
+               d, k_cache.shape[0], k_cache.shape[1], batch.block_tables.shape[1], q.dtype);
 
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
