@@ -1,7 +1,9 @@
 #include "engine/sampling_defaults.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <vector>
 
 #include <fmt/format.h>
@@ -32,7 +34,56 @@ Status read_integer(const json& config, const char* key, const std::string& sour
     return Status::ok();
 }
 
+// Writes `d`'s values into fresh SamplingParams and checks them: `source` names where they came from.
+Status check_defaults(const SamplingDefaults& d, const std::string& source) {
+    SamplingParams check;
+    d.apply(check);
+    if (d.max_tokens && *d.max_tokens < 1)
+        return error("{}: 'max_new_tokens' must be at least 1, got {}", source, *d.max_tokens);
+    Status valid = check.validate();
+    if (!valid) return error("{}: {}", source, valid.message());
+    return Status::ok();
+}
+
 }  // namespace
+
+Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const std::string& model_dir,
+                                                const json& overrides) {
+    const std::string flag = "--override-generation-config";
+    if (!overrides.is_null() && !overrides.is_object())
+        return error("{} must be a JSON object, e.g. '{{\"temperature\": 0.5}}', got {}", flag,
+                     json_excerpt(overrides));
+    SamplingDefaults o;
+    if (overrides.is_object()) {
+        static const char* const kKeys[] = {"temperature",        "top_p",         "top_k", "min_p",
+                                            "repetition_penalty", "max_new_tokens"};
+        for (const auto& [key, value] : overrides.items()) {
+            if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; }) ==
+                std::end(kKeys))
+                return error(
+                    "{}: '{}' is not a key it can override (temperature, top_p, top_k, min_p, repetition_penalty or "
+                    "max_new_tokens)",
+                    flag, key);
+            if (value.is_null()) return error("{}: '{}' must be a number, got null", flag, key);
+        }
+        TACO_RETURN_IF_ERROR(read_number(overrides, "temperature", flag, o.temperature));
+        TACO_RETURN_IF_ERROR(read_number(overrides, "top_p", flag, o.top_p));
+        TACO_RETURN_IF_ERROR(read_number(overrides, "min_p", flag, o.min_p));
+        TACO_RETURN_IF_ERROR(read_number(overrides, "repetition_penalty", flag, o.repetition_penalty));
+        TACO_RETURN_IF_ERROR(read_integer(overrides, "top_k", flag, o.top_k));
+        TACO_RETURN_IF_ERROR(read_integer(overrides, "max_new_tokens", flag, o.max_tokens));
+        TACO_RETURN_IF_ERROR(check_defaults(o, flag));
+    }
+    TACO_ASSIGN_OR_RETURN(SamplingDefaults d, load(mode, model_dir));
+    // As vLLM's get_diff_sampling_param: the overrides replace the file's values key by key.
+    if (o.temperature) d.temperature = o.temperature;
+    if (o.top_p) d.top_p = o.top_p;
+    if (o.min_p) d.min_p = o.min_p;
+    if (o.repetition_penalty) d.repetition_penalty = o.repetition_penalty;
+    if (o.top_k) d.top_k = o.top_k;
+    if (o.max_tokens) d.max_tokens = o.max_tokens;
+    return d;
+}
 
 Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const std::string& model_dir) {
     if (mode == "vllm") return SamplingDefaults{};
@@ -63,12 +114,7 @@ Result<SamplingDefaults> SamplingDefaults::from_json(const json& config, const s
     // vLLM reads the file through transformers' GenerationConfig diff against its defaults, so a value equal to
     // transformers' default is no default at all; only top_k's (50) differs from vLLM's own (off).
     if (d.top_k == 50) d.top_k.reset();
-    SamplingParams check;
-    d.apply(check);
-    if (d.max_tokens && *d.max_tokens < 1)
-        return error("{}: 'max_new_tokens' must be at least 1, got {}", source, *d.max_tokens);
-    Status valid = check.validate();
-    if (!valid) return error("{}: {}", source, valid.message());
+    TACO_RETURN_IF_ERROR(check_defaults(d, source));
     return d;
 }
 

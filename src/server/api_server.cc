@@ -156,7 +156,7 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->context_.force_include_usage = opts.force_include_usage;
     server->context_.default_chat_template_kwargs = opts.default_chat_template_kwargs;
     server->context_.system_fingerprint = system_fingerprint(engine->model_config(), opts.served_model_names.at(0));
-    auto defaults = SamplingDefaults::load(opts.generation_config, opts.model_dir);
+    auto defaults = SamplingDefaults::load(opts.generation_config, opts.model_dir, opts.override_generation_config);
     if (!defaults) return defaults.status();
     server->context_.defaults = *defaults;
     server->context_.max_sequences_per_request = opts.max_pending_requests;
@@ -164,8 +164,11 @@ Result<std::unique_ptr<ApiServer>> ApiServer::create(Engine* engine, ApiServerOp
     server->context_.tools = &opts.tools;
     if (!defaults->empty())
         log_info(
-            "server: default sampling parameters from generation_config.json: {} (requests override them; "
+            "server: default sampling parameters from {}: {} (requests override them; "
             "--generation-config vllm ignores the file)",
+            opts.override_generation_config.empty() ? "generation_config.json"
+            : opts.generation_config == "vllm"      ? "--override-generation-config"
+                                                    : "generation_config.json and --override-generation-config",
             defaults->describe());
     ApiServer* self = server.get();
     TACO_ASSIGN_OR_RETURN(server->http_,

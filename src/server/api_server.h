@@ -49,6 +49,8 @@ struct ApiServerOptions {
     // --enable-request-id-headers: every response carries X-Request-Id (the client's, else the reply's id, else a
     // random one).
     bool enable_request_id_headers = false;
+    // vLLM's --override-generation-config: an object of sampling keys laid over generation_config's (null: none).
+    nlohmann::json override_generation_config;
     HttpServerOptions http;
 };
 

@@ -77,5 +77,47 @@ TEST(SamplingDefaults, ModesAutoVllmAndFolder) {
     EXPECT_NE(no_file.status().message().find("no generation_config.json"), std::string::npos);
 }
 
+// --override-generation-config: laid over the file's values key by key ("auto"), or alone ("vllm").
+TEST(SamplingDefaults, OverridesReplaceTheFilesKeysOrStandAloneWithVllm) {
+    const std::string demo = std::string(TACO_SOURCE_DIR) + "/models/demo";  // temperature 0.7, top_p 0.9
+    const json overrides = {{"temperature", 0.2}, {"top_k", 50}, {"max_new_tokens", 12}, {"repetition_penalty", 1.2}};
+    auto merged = SamplingDefaults::load("auto", demo, overrides);
+    ASSERT_TRUE(merged.is_ok()) << merged.status().message();
+    // An override of top_k 50 is kept: only the file goes through transformers' diff.
+    EXPECT_EQ(merged->describe(), "temperature=0.2, top_p=0.9, top_k=50, repetition_penalty=1.2, max_tokens=12");
+    auto alone = SamplingDefaults::load("vllm", demo, {{"min_p", 0.1}});
+    ASSERT_TRUE(alone.is_ok()) << alone.status().message();
+    EXPECT_EQ(alone->describe(), "min_p=0.1");
+    for (const json& nothing : {json(), json::object()}) {
+        auto same = SamplingDefaults::load("auto", demo, nothing);
+        ASSERT_TRUE(same.is_ok()) << same.status().message();
+        EXPECT_EQ(same->describe(), "temperature=0.7, top_p=0.9");
+    }
+}
+
+TEST(SamplingDefaults, BadOverridesAreErrorsNamingTheFlagAndKey) {
+    const std::string demo = std::string(TACO_SOURCE_DIR) + "/models/demo";
+    auto message = [&](const json& overrides) {
+        auto d = SamplingDefaults::load("auto", demo, overrides);
+        EXPECT_FALSE(d.is_ok()) << overrides.dump();
+        return d.is_ok() ? std::string() : d.status().message();
+    };
+    EXPECT_NE(message({{"temprature", 0.5}}).find("--override-generation-config: 'temprature' is not a key"),
+              std::string::npos);
+    EXPECT_NE(message({{"do_sample", true}}).find("'do_sample'"), std::string::npos);
+    EXPECT_NE(message({{"temperature", "hot"}}).find("--override-generation-config: 'temperature' must be a number"),
+              std::string::npos);
+    EXPECT_NE(message({{"top_k", 1.5}}).find("--override-generation-config: 'top_k' must be an integer"),
+              std::string::npos);
+    EXPECT_NE(message({{"max_new_tokens", nullptr}}).find("'max_new_tokens' must be a number"), std::string::npos);
+    EXPECT_NE(message({{"top_p", 1.5}}).find("--override-generation-config: "), std::string::npos);
+    EXPECT_NE(message({{"top_p", 1.5}}).find("top_p"), std::string::npos);
+    EXPECT_NE(
+        message({{"max_new_tokens", 0}}).find("--override-generation-config: 'max_new_tokens' must be at least 1"),
+        std::string::npos);
+    EXPECT_NE(message(json::array({1})).find("--override-generation-config must be a JSON object"), std::string::npos);
+    EXPECT_NE(message(json(0.5)).find("--override-generation-config must be a JSON object"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace taco

@@ -1,5 +1,5 @@
 // --generation-config: the model folder's generation_config.json ("auto"), none ("vllm") or another folder's
-// supplies the sampling parameters a request leaves out.
+// supplies the sampling parameters a request leaves out; --override-generation-config is laid over it.
 #include <filesystem>
 #include <fstream>
 
@@ -31,9 +31,10 @@ protected:
 
     static void write(const fs::path& path, const json& value) { std::ofstream(path) << value.dump(2); }
 
-    std::unique_ptr<TestServer> serve(const std::string& generation_config) {
+    std::unique_ptr<TestServer> serve(const std::string& generation_config, const json& overrides = json()) {
         ApiServerOptions options;
         options.generation_config = generation_config;
+        options.override_generation_config = overrides;
         // TestServer resolves the model folder under the source tree.
         return std::make_unique<TestServer>(fs::relative(model_, TACO_SOURCE_DIR).string(), options);
     }
@@ -93,6 +94,31 @@ TEST_F(GenerationConfigTest, AFolderSuppliesItsOwnFile) {
     EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(), greedy(*s->engine, 5));
 }
 
+// --override-generation-config over "auto": max_new_tokens 5 replaces the file's 3, the file's top_k 1 stays.
+TEST_F(GenerationConfigTest, OverridesAreLaidOverTheFilesDefaultsAndARequestsOwnValuesWin) {
+    auto s = serve("auto", {{"max_new_tokens", 5}});
+    const std::vector<int32_t> want = greedy(*s->engine, 8);
+    for (int seed : {1, 2}) {
+        json choice = completion(s->port, {{"seed", seed}});
+        EXPECT_EQ(choice["token_ids"].get<std::vector<int32_t>>(),
+                  std::vector<int32_t>(want.begin(), want.begin() + 5));
+    }
+    EXPECT_EQ(completion(s->port, {{"max_tokens", 8}})["token_ids"].get<std::vector<int32_t>>(), want);
+}
+
+// Over "vllm" the overrides are the only defaults: the file's top_k 1 is gone unless the overrides give it.
+TEST_F(GenerationConfigTest, OverridesAloneWithVllm) {
+    {
+        auto s = serve("vllm", {{"max_new_tokens", 4}, {"top_k", 1}});
+        const std::vector<int32_t> want = greedy(*s->engine, 8);
+        EXPECT_EQ(completion(s->port, {{"seed", 3}})["token_ids"].get<std::vector<int32_t>>(),
+                  std::vector<int32_t>(want.begin(), want.begin() + 4));
+        EXPECT_EQ(completion(s->port, {{"max_tokens", 8}})["token_ids"].get<std::vector<int32_t>>(), want);
+    }
+    auto s = serve("vllm", {{"temperature", 0.5}});
+    EXPECT_EQ(completion(s->port)["token_ids"].size(), 16u);  // no max_new_tokens: OpenAI's default
+}
+
 TEST_F(GenerationConfigTest, BadSettingsAreClearErrors) {
     EngineConfig config;
     config.device = DeviceChoice::kCpu;  // the CPU backend, also where a GPU is usable
@@ -119,6 +145,21 @@ TEST_F(GenerationConfigTest, BadSettingsAreClearErrors) {
     check("auto", "'temperature' must be a number");
     write(model_ / "generation_config.json", {{"top_p", 1.5}});
     check("auto", "top_p");
+    write(model_ / "generation_config.json", {{"top_k", 1}});
+    auto check_overrides = [&](const json& overrides, const std::string& needle) {
+        ApiServerOptions options;
+        options.model_dir = model_.string();
+        options.served_model_names = {"m"};
+        options.http.host = "127.0.0.1";
+        options.http.port = 0;
+        options.override_generation_config = overrides;
+        auto server = ApiServer::create(engine->get(), options);
+        ASSERT_FALSE(server.is_ok()) << overrides.dump();
+        EXPECT_NE(server.status().message().find(needle), std::string::npos) << server.status().message();
+    };
+    check_overrides({{"seed", 1}}, "--override-generation-config: 'seed' is not a key");
+    check_overrides({{"top_p", 0}}, "--override-generation-config: top_p");
+    check_overrides(json::array(), "--override-generation-config must be a JSON object");
 }
 
 }  // namespace
