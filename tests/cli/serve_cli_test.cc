@@ -77,9 +77,6 @@ TEST(ServeCli, FlagsOfMissingFeaturesAreErrorsNamingThem) {
     expect_refused("models/demo --port 0 --max-lora-rank 8", "--max-lora-rank: LoRA");
     expect_refused("models/demo --port 0 --limit-mm-per-prompt '{}'", "--limit-mm-per-prompt");
     expect_refused("models/demo --port 0 --speculative-config '{}'", "--speculative-config: speculative decoding");
-    expect_refused("models/demo --port 0 --hf-overrides '{\"rope_theta\": 1}'", "--hf-overrides: overriding");
-    expect_refused("models/demo --port 0 --override-generation-config '{\"temperature\": 0.5}'",
-                   "--override-generation-config: use --generation-config");
     expect_refused("models/demo --port 0 --pipeline-parallel-size 2", "--pipeline-parallel-size 2");
     expect_refused("models/demo --port 0 --data-parallel-size 2", "--data-parallel-size 2");
     expect_refused("models/demo --port 0 -q awq", "--quantization awq");

@@ -16,6 +16,7 @@
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/hf_overrides.h"
 #include "tools/cli/model_source.h"
 
 namespace taco::cli {
@@ -30,6 +31,8 @@ struct GenerateArgs {
     std::string prompts_file;
     SamplingParams sampling;
     std::string generation_config = "auto";
+    std::string override_generation_config;  // JSON object
+    std::string hf_overrides;                // JSON object
     // The sampling flags a generation_config.json default may fill when they are not given.
     CLI::Option *temperature = nullptr, *top_p = nullptr, *top_k = nullptr, *min_p = nullptr, *max_tokens = nullptr;
     bool json_output = false;
@@ -76,7 +79,13 @@ json sample_json(const SampleOutput& s, const Tokenizer* tokenizer) {
 }
 
 void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
-    auto generation = SamplingDefaults::load(args.generation_config, args.engine.model_dir);
+    nlohmann::json overrides;
+    if (!args.override_generation_config.empty()) {
+        auto parsed = parse_json(args.override_generation_config);
+        if (!parsed) fail(fmt::format("--override-generation-config is not valid JSON: {}", parsed.status().message()));
+        overrides = *parsed;
+    }
+    auto generation = SamplingDefaults::load(args.generation_config, args.engine.model_dir, overrides);
     if (!generation) fail(generation.status().message());
     for (auto [option, value] : {std::pair{args.temperature, &generation->temperature},
                                  std::pair{args.top_p, &generation->top_p}, std::pair{args.min_p, &generation->min_p}})
@@ -99,10 +108,9 @@ void run_generate(GenerateArgs& args, bool have_prompt, bool have_ids) {
         inputs.push_back({std::nullopt, *ids, defaults});
     }
     args.engine.show_load_progress = true;
-    auto engine = Engine::create(args.engine);
-    if (!engine) fail(engine.status().message());
-    auto outputs = (*engine)->generate(std::move(inputs));
-    const Tokenizer* tokenizer = (*engine)->tokenizer();
+    auto engine = create_engine_with_hf_overrides(args.engine, args.hf_overrides);
+    auto outputs = engine->generate(std::move(inputs));
+    const Tokenizer* tokenizer = engine->tokenizer();
     bool any_error = false;
     for (size_t i = 0; i < outputs.size(); ++i) {
         if (!outputs[i]) {
@@ -177,6 +185,12 @@ const CommandRegistrar registrar(10, [](CLI::App& app) {
                     "Defaults for the sampling flags not given: 'auto' (the model's generation_config.json), 'vllm' "
                     "(none) or a folder")
         ->capture_default_str();
+    sub->add_option("--hf-overrides", args->hf_overrides,
+                    "JSON object merged into the model's config.json before the model is built (nested objects "
+                    "merge), e.g. '{\"max_position_embeddings\": 4096}'");
+    sub->add_option("--override-generation-config", args->override_generation_config,
+                    "JSON object laid over the --generation-config defaults (alone with 'vllm'): temperature, top_p, "
+                    "top_k, min_p, repetition_penalty, max_new_tokens (the default --max-tokens)");
     sub->add_option("--n", s.n, "Samples per prompt")->capture_default_str();
     sub->add_flag("--ignore-eos", s.ignore_eos, "Do not stop at the end-of-sequence token");
     sub->add_flag("--json", args->json_output, "Print one JSON object per prompt");

@@ -17,12 +17,14 @@
 #include "core/json_util.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "engine/sampling_defaults.h"
 #include "server/api_server.h"
 #include "server/hf_cache.h"
 #include "server/open_file_limit.h"
 #include "tools/cli/command.h"
 #include "tools/cli/demo_model.h"
 #include "tools/cli/engine_flags.h"
+#include "tools/cli/hf_overrides.h"
 #include "tools/cli/model_source.h"
 
 namespace taco::cli {
@@ -56,6 +58,8 @@ struct ServeArgs {
     std::string quantization;  // -q / --quantization: none only
     std::string chat_template_content_format = "auto";
     std::string default_chat_template_kwargs;  // JSON object
+    std::string override_generation_config;    // JSON object
+    std::string hf_overrides;                  // JSON object
     std::string hf_token;
     bool enable_log_requests = false;
     bool disable_access_log = false;         // --disable-uvicorn-access-log
@@ -89,8 +93,6 @@ constexpr UnsupportedFlag kUnsupportedFlags[] = {
     {"--speculative-config", true, "speculative decoding is not configurable yet"},
     {"--enable-ssl-refresh", false,
      "reloading TLS certificates while serving is not implemented; restart the server to use new files"},
-    {"--hf-overrides", true, "overriding the model's config is not implemented"},
-    {"--override-generation-config", true, "use --generation-config with a folder instead"},
 };
 
 // vLLM flags that only tune vLLM's own machinery (Python processes, torch.compile, its scheduler's prefill
@@ -160,6 +162,15 @@ void run_serve(ServeArgs& args) {
         if (!kwargs || !kwargs->is_object())
             fail("--default-chat-template-kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'");
         args.server.default_chat_template_kwargs = *kwargs;
+    }
+    if (!args.override_generation_config.empty()) {
+        auto overrides = parse_json(args.override_generation_config);
+        if (!overrides)
+            fail(fmt::format("--override-generation-config is not valid JSON: {}", overrides.status().message()));
+        args.server.override_generation_config = *overrides;
+        // Checked now, before the model loads (the server checks it again with the model's file).
+        auto checked = SamplingDefaults::load("vllm", "", *overrides);
+        if (!checked) fail(checked.status().message());
     }
     if (!args.hf_token.empty()) setenv("HF_TOKEN", args.hf_token.c_str(), 1);  // read by the hub downloader
     if (args.tensor_parallel_size != 1)
@@ -270,9 +281,8 @@ void run_serve(ServeArgs& args) {
     }
 
     args.engine.show_load_progress = true;
-    auto engine = Engine::create(args.engine);
-    if (!engine) fail(engine.status().message());
-    auto server = server::ApiServer::create(engine->get(), options);
+    auto engine = create_engine_with_hf_overrides(args.engine, args.hf_overrides);
+    auto server = server::ApiServer::create(engine.get(), options);
     if (!server) fail(server.status().message());
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -289,7 +299,7 @@ void run_serve(ServeArgs& args) {
              args.shutdown_timeout_s);
     (*server)->shutdown(args.shutdown_timeout_s);
     server->reset();
-    engine->reset();
+    engine.reset();
 }
 
 const CommandRegistrar registrar(15, [](CLI::App& app) {
@@ -311,8 +321,17 @@ const CommandRegistrar registrar(15, [](CLI::App& app) {
     sub->add_option("--served-model-name", args->served_model_names,
                     "Model name(s) in the API; the first is reported (default: MODEL as given)");
     sub->add_option("--chat-template", args->chat_template, "Chat template: a file, or the template itself");
-    sub->add_option("--generation-config", args->generation_config, "'auto', 'vllm' or a folder")
+    sub->add_option("--generation-config", args->generation_config,
+                    "Default sampling parameters: 'auto' (the model's generation_config.json), 'vllm' (none) or a "
+                    "folder")
         ->capture_default_str();
+    sub->add_option("--hf-overrides", args->hf_overrides,
+                    "JSON object merged into the model's config.json before the model is built (nested objects "
+                    "merge), e.g. '{\"max_position_embeddings\": 4096}'");
+    sub->add_option("--override-generation-config", args->override_generation_config,
+                    "JSON object laid over the --generation-config defaults (alone with 'vllm'): temperature, top_p, "
+                    "top_k, min_p, repetition_penalty, max_new_tokens (the default max_tokens); a request's own "
+                    "values win");
     sub->add_option("--revision", args->revision, "Branch, tag or commit of a hub id (default: main)");
     sub->add_option(
         "--download-dir", args->download_dir,
