@@ -13,6 +13,9 @@
 # targets are built; CMAKE_BUILD_PARALLEL_LEVEL bounds the jobs. The suites run their binaries directly (not ctest:
 # the node client tests are not sanitizer targets). The server and tokenizer suites read .cache/tokenizers: run
 # scripts/setup_test_data.sh first.
+# A header edited while a tree builds (a checkout others work in) leaves objects of two layouts of one struct: ASan
+# then reports new-delete-type-mismatch, or a SEGV inside a struct's move, and a field reads another's value. Build the
+# tree again (ninja rebuilds what is older than its headers) and rerun before reading such a report as a bug.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
