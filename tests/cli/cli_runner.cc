@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace taco::testing_util {
 namespace {
@@ -44,6 +45,13 @@ CommandResult run_taco(const std::string& args, const std::string& stdin_text,
     result.out = slurp(base + ".out");
     result.err = slurp(base + ".err");
     return result;
+}
+
+std::vector<int32_t> generated_token_ids(const std::string& args) {
+    CommandResult r = run_taco(args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    if (r.exit_code != 0) return {};
+    return nlohmann::json::parse(r.out)["token_ids"].get<std::vector<int32_t>>();
 }
 
 }  // namespace taco::testing_util

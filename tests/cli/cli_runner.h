@@ -1,6 +1,7 @@
 // Runs the built taco_llm binary as a user would, capturing exit code, stdout and stderr.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,5 +20,9 @@ CommandResult run_taco(const std::string& args, const std::string& stdin_text = 
                        const std::vector<std::pair<std::string, std::string>>& env = {});
 
 std::string golden_model_dir(const std::string& name);
+
+// The token ids a `generate` command line prints (its JSON's token_ids); empty, with a test failure naming the
+// command and its stderr, when it fails.
+std::vector<int32_t> generated_token_ids(const std::string& args);
 
 }  // namespace taco::testing_util

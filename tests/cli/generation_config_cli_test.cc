@@ -15,14 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using testing_util::generated_token_ids;
 using testing_util::run_taco;
-
-std::vector<int32_t> generated(const std::string& args) {
-    auto r = run_taco(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    if (r.exit_code != 0) return {};
-    return json::parse(r.out)["token_ids"].get<std::vector<int32_t>>();
-}
 
 TEST(GenerationConfigCli, ModelDefaultsFillOnlyTheFlagsNotGiven) {
     const fs::path dir = fs::temp_directory_path() / ("taco_generation_config_cli_" + std::to_string(::getpid()));
@@ -32,11 +26,11 @@ TEST(GenerationConfigCli, ModelDefaultsFillOnlyTheFlagsNotGiven) {
     std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", 2}, {"top_k", 1}, {"max_new_tokens", 3}};
     const std::string base = "generate " + dir.string() + " --prompt-ids 1,17,42,99 --ignore-eos --json";
 
-    const std::vector<int32_t> greedy = generated(base + " --temperature 0 --max-tokens 6");
+    const std::vector<int32_t> greedy = generated_token_ids(base + " --temperature 0 --max-tokens 6");
     ASSERT_EQ(greedy.size(), 6u);
-    EXPECT_EQ(generated(base + " --seed 5"), std::vector<int32_t>(greedy.begin(), greedy.begin() + 3));
-    EXPECT_EQ(generated(base + " --seed 5 --max-tokens 6"), greedy);  // a flag beats the file
-    EXPECT_EQ(generated(base + " --generation-config vllm").size(), 16u);
+    EXPECT_EQ(generated_token_ids(base + " --seed 5"), std::vector<int32_t>(greedy.begin(), greedy.begin() + 3));
+    EXPECT_EQ(generated_token_ids(base + " --seed 5 --max-tokens 6"), greedy);  // a flag beats the file
+    EXPECT_EQ(generated_token_ids(base + " --generation-config vllm").size(), 16u);
     auto bad = run_taco(base + " --generation-config " + (dir / "nope").string());
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("expected 'auto', 'vllm' or a folder"), std::string::npos) << bad.err;
@@ -51,19 +45,23 @@ TEST(GenerationConfigCli, OverridesAreLaidOverTheFileOrUsedAloneAndFlagsStillWin
     fs::copy(testing_util::golden_model_dir("llama"), dir, fs::copy_options::recursive);
     std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", 2}, {"top_k", 1}, {"max_new_tokens", 3}};
     const std::string base = "generate " + dir.string() + " --prompt-ids 1,17,42,99 --ignore-eos --json --seed 5";
-    const std::vector<int32_t> greedy = generated(base + " --temperature 0 --max-tokens 6");
+    const std::vector<int32_t> greedy = generated_token_ids(base + " --temperature 0 --max-tokens 6");
     ASSERT_EQ(greedy.size(), 6u);
     auto first = [&](size_t n) { return std::vector<int32_t>(greedy.begin(), greedy.begin() + n); };
     // auto: max_new_tokens 5 replaces the file's 3, the file's top_k 1 stays (greedy whatever the seed).
-    EXPECT_EQ(generated(base + " --override-generation-config '{\"max_new_tokens\": 5}'"), first(5));
-    EXPECT_EQ(generated(base + " --override-generation-config '{\"max_new_tokens\": 5}' --max-tokens 2"), first(2));
+    EXPECT_EQ(generated_token_ids(base + " --override-generation-config '{\"max_new_tokens\": 5}'"), first(5));
+    EXPECT_EQ(generated_token_ids(base + " --override-generation-config '{\"max_new_tokens\": 5}' --max-tokens 2"),
+              first(2));
     // vllm: the file is ignored, the overrides alone are the defaults.
-    EXPECT_EQ(generated(base + " --generation-config vllm --override-generation-config '{\"max_new_tokens\": 4, "
-                               "\"top_k\": 1}'"),
-              first(4));
-    EXPECT_EQ(generated(base + " --generation-config vllm --override-generation-config '{\"top_k\": 1}'").size(), 16u);
-    EXPECT_EQ(generated(base + " --generation-config vllm --override-generation-config '{\"top_k\": 1, "
-                               "\"max_new_tokens\": 4}' --max-tokens 6"),
+    EXPECT_EQ(
+        generated_token_ids(base + " --generation-config vllm --override-generation-config '{\"max_new_tokens\": 4, "
+                                   "\"top_k\": 1}'"),
+        first(4));
+    EXPECT_EQ(
+        generated_token_ids(base + " --generation-config vllm --override-generation-config '{\"top_k\": 1}'").size(),
+        16u);
+    EXPECT_EQ(generated_token_ids(base + " --generation-config vllm --override-generation-config '{\"top_k\": 1, "
+                                         "\"max_new_tokens\": 4}' --max-tokens 6"),
               greedy);
     auto bad = run_taco(base + " --override-generation-config '{\"temprature\": 0.5}'");
     EXPECT_NE(bad.exit_code, 0);

@@ -15,14 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using testing_util::generated_token_ids;
 using testing_util::run_taco;
-
-std::vector<int32_t> generated(const std::string& args) {
-    auto r = run_taco(args);
-    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
-    if (r.exit_code != 0) return {};
-    return json::parse(r.out)["token_ids"].get<std::vector<int32_t>>();
-}
 
 // A copy of the golden llama (max_position_embeddings 128, rope_theta 10000) whose config.json has `patch` on top.
 fs::path llama_copy(const std::string& name, const json& patch) {
@@ -42,15 +36,15 @@ const std::string kGenerate = " --prompt-ids 1,17,42,99 --ignore-eos --json --te
 TEST(HfOverridesCli, ANestedKeyIsAsIfConfigJsonSaidIt) {
     const std::string llama = testing_util::golden_model_dir("llama");
     const fs::path theta10 = llama_copy("theta10", {{"rope_parameters", {{"rope_theta", 10.0}}}});
-    const std::vector<int32_t> original = generated("generate " + llama + kGenerate);
-    const std::vector<int32_t> want = generated("generate " + theta10.string() + kGenerate);
+    const std::vector<int32_t> original = generated_token_ids("generate " + llama + kGenerate);
+    const std::vector<int32_t> want = generated_token_ids("generate " + theta10.string() + kGenerate);
     ASSERT_EQ(want.size(), 8u);
     EXPECT_NE(want, original);
-    EXPECT_EQ(
-        generated("generate " + llama + kGenerate + " --hf-overrides '{\"rope_parameters\": {\"rope_theta\": 10}}'"),
-        want);
+    EXPECT_EQ(generated_token_ids("generate " + llama + kGenerate +
+                                  " --hf-overrides '{\"rope_parameters\": {\"rope_theta\": 10}}'"),
+              want);
     // The model's folder is as it was.
-    EXPECT_EQ(generated("generate " + llama + kGenerate), original);
+    EXPECT_EQ(generated_token_ids("generate " + llama + kGenerate), original);
     fs::remove_all(theta10);
 }
 
