@@ -34,6 +34,16 @@ Status read_integer(const json& config, const char* key, const std::string& sour
     return Status::ok();
 }
 
+// The six keys of a generation config (the file's or --override-generation-config's) into `d`.
+Status read_keys(const json& config, const std::string& source, SamplingDefaults& d) {
+    TACO_RETURN_IF_ERROR(read_number(config, "temperature", source, d.temperature));
+    TACO_RETURN_IF_ERROR(read_number(config, "top_p", source, d.top_p));
+    TACO_RETURN_IF_ERROR(read_number(config, "min_p", source, d.min_p));
+    TACO_RETURN_IF_ERROR(read_number(config, "repetition_penalty", source, d.repetition_penalty));
+    TACO_RETURN_IF_ERROR(read_integer(config, "top_k", source, d.top_k));
+    return read_integer(config, "max_new_tokens", source, d.max_tokens);
+}
+
 // Writes `d`'s values into fresh SamplingParams and checks them: `source` names where they came from.
 Status check_defaults(const SamplingDefaults& d, const std::string& source) {
     SamplingParams check;
@@ -66,12 +76,7 @@ Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const s
                     flag, key);
             if (value.is_null()) return error("{}: '{}' must be a number, got null", flag, key);
         }
-        TACO_RETURN_IF_ERROR(read_number(overrides, "temperature", flag, o.temperature));
-        TACO_RETURN_IF_ERROR(read_number(overrides, "top_p", flag, o.top_p));
-        TACO_RETURN_IF_ERROR(read_number(overrides, "min_p", flag, o.min_p));
-        TACO_RETURN_IF_ERROR(read_number(overrides, "repetition_penalty", flag, o.repetition_penalty));
-        TACO_RETURN_IF_ERROR(read_integer(overrides, "top_k", flag, o.top_k));
-        TACO_RETURN_IF_ERROR(read_integer(overrides, "max_new_tokens", flag, o.max_tokens));
+        TACO_RETURN_IF_ERROR(read_keys(overrides, flag, o));
         TACO_RETURN_IF_ERROR(check_defaults(o, flag));
     }
     TACO_ASSIGN_OR_RETURN(SamplingDefaults d, load(mode, model_dir));
@@ -105,12 +110,7 @@ Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const s
 Result<SamplingDefaults> SamplingDefaults::from_json(const json& config, const std::string& source) {
     if (!config.is_object()) return error("{}: must be a JSON object", source);
     SamplingDefaults d;
-    TACO_RETURN_IF_ERROR(read_number(config, "temperature", source, d.temperature));
-    TACO_RETURN_IF_ERROR(read_number(config, "top_p", source, d.top_p));
-    TACO_RETURN_IF_ERROR(read_number(config, "min_p", source, d.min_p));
-    TACO_RETURN_IF_ERROR(read_number(config, "repetition_penalty", source, d.repetition_penalty));
-    TACO_RETURN_IF_ERROR(read_integer(config, "top_k", source, d.top_k));
-    TACO_RETURN_IF_ERROR(read_integer(config, "max_new_tokens", source, d.max_tokens));
+    TACO_RETURN_IF_ERROR(read_keys(config, source, d));
     // vLLM reads the file through transformers' GenerationConfig diff against its defaults, so a value equal to
     // transformers' default is no default at all; only top_k's (50) differs from vLLM's own (off).
     if (d.top_k == 50) d.top_k.reset();
