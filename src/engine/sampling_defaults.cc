@@ -67,7 +67,9 @@ Result<SamplingDefaults> SamplingDefaults::load(const std::string& mode, const s
     if (overrides.is_object()) {
         static const char* const kKeys[] = {"temperature",        "top_p",         "top_k", "min_p",
                                             "repetition_penalty", "max_new_tokens"};
-        for (const auto& [key, value] : overrides.items()) {
+        for (const auto& item : overrides.items()) {
+            const std::string& key = item.key();
+            const json& value = item.value();
             if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; }) ==
                 std::end(kKeys))
                 return error(
