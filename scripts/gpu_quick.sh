@@ -44,9 +44,12 @@ bench_all() {  # bench_all SUFFIX [VAR=VALUE]: the three workloads, with the swi
     --output-json "$out/bench_latency_32k$suffix.json"
 }
 bench_all ""
-# 256 running requests: the step thread's host phases per step (step_ms in the JSON) against the step's time.
-step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 256 --output-len 128 \
+# 8 and 256 running requests: the step thread's host phases per step (step_ms in the JSON) against the step's time,
+# with async scheduling (the default on CUDA: the outputs' host work overlaps the next step) and without.
+step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
   --output-json "$out/bench_batch_256.json"
+step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
+  --no-async-scheduling --output-json "$out/bench_batch_256_sync.json"
 # serve's start to its first answered completion (dummy weights).
 step startup 60 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done

@@ -113,6 +113,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
             "give --kv-cache-dtype auto)",
             dtype_name(*config.kv_cache_dtype), dtype_name(engine->runner_->kv_dtype()));
 
+    TACO_ASSIGN_OR_RETURN(engine->async_scheduling_, config.async_scheduling_for(device));
+
     KvCacheConfig kc;
     kc.num_device_blocks = sizing.num_device_blocks;
     kc.num_host_blocks = sizing.num_host_blocks;
@@ -257,12 +259,20 @@ EngineStats Engine::stats() const {
 
 void Engine::step_loop() {
     while (true) {
+        bool stop = false;
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock,
-                       [this] { return stopping_ || !inbox_.empty() || !aborts_.empty() || scheduler_->has_work(); });
-            if (stopping_) return;
+            wake_.wait(lock, [this] {
+                return stopping_ || !inbox_.empty() || !aborts_.empty() || scheduler_->has_work() ||
+                       !text_groups_.empty();
+            });
+            stop = stopping_;
             fault_hook_ = fault_hook_shared_;
+        }
+        if (stop) {
+            // Outputs whose text is pending still reach their streams.
+            request_failure([&] { run_text_stage(); });
+            return;
         }
         // Nothing thrown here may leave this thread (the process would end). A failure in one request's work fails
         // that request (step() and drain_inbox() catch it); one outside any request's work (the forward pass, the
@@ -270,10 +280,14 @@ void Engine::step_loop() {
         // fails, and the engine goes on with the next ones.
         std::optional<std::string> failure = request_failure([&] {
             drain_inbox();
-            if (scheduler_->has_work()) step();
+            if (scheduler_->has_work())
+                step();
+            else
+                run_text_stage();
         });
         if (!failure) continue;
         log_warn("engine step failed: {}; failing the {} requests in flight", *failure, groups_.size());
+        text_groups_.clear();
         std::vector<std::shared_ptr<RequestGroup>> in_flight;
         for (auto& [id, group] : groups_) in_flight.push_back(group);
         for (auto& group : in_flight) fail_group(*group, "internal error: " + *failure);
@@ -331,6 +345,8 @@ void Engine::drain_inbox() {
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.prompt_tokens_total += int64_t(group->prompt_ids().size());
     }
+    // An aborted group's tokens so far keep their text: the abort's output comes after it.
+    if (!aborts.empty()) run_text_stage();
     for (RequestId id : aborts) {
         auto it = groups_.find(id);
         if (it == groups_.end()) continue;
@@ -354,7 +370,10 @@ void Engine::step() {
         return std::chrono::duration<double>(StepClock::now() - from).count();
     };
     SchedulerOutput out = scheduler_->schedule();
-    if (out.empty()) return;
+    if (out.empty()) {
+        run_text_stage();
+        return;
+    }
     std::vector<KvCopy> copies;
     for (const BlockCopy& c : out.copies)
         copies.push_back({c.src_tier == Tier::kHost, c.src, c.dst_tier == Tier::kHost, c.dst});
@@ -393,6 +412,10 @@ void Engine::step() {
     const double forward_s = since(forward_start);
     const StepClock::time_point output_start = StepClock::now();
     scheduler_->update_after_step(out);
+    // Async scheduling: the previous step's text while the device computes this one (the CUDA runner's execute()
+    // returns once the pass is launched; sampling below waits for it). A sample a stop string ends here had a row
+    // in this step: the rows loop skips it, as it skips any request that ended or failed since it was scheduled.
+    const double overlapped_text_s = async_scheduling_ ? run_text_stage() : 0;
     const bool any_prompt_rows =
         std::any_of(rows.begin(), rows.end(), [](const Rows& r) { return r.num_prompt_rows > 0; });
     const TensorView host_logits = any_prompt_rows ? runner_->host_logits() : TensorView();
@@ -409,13 +432,13 @@ void Engine::step() {
     std::vector<SampleRow> sample_rows_of_step;
     int64_t row = 0;
     for (const Rows& r : rows) {
-        auto found = samples_.find(r.id);
-        TACO_CHECK(found != samples_.end());
-        RequestGroup& group = *found->second.first;
-        const size_t index = found->second.second;
         const int64_t first_prompt_row = row;
         row += r.num_prompt_rows;
         const int64_t sample_row = r.samples ? row++ : -1;
+        auto found = samples_.find(r.id);
+        if (found == samples_.end()) continue;  // ended since it was scheduled (async scheduling's text stage)
+        RequestGroup& group = *found->second.first;
+        const size_t index = found->second.second;
         guarded(group, [&] {
             for (int64_t i = 0; i < r.num_prompt_rows; ++i)
                 group.output().add_prompt_logprobs(
@@ -451,12 +474,20 @@ void Engine::step() {
     }
     // Counters first, so a reader woken by its final output sees the step that produced it.
     update_stats(/*count_step=*/true, out.num_batched_tokens);
-    for (RequestGroup* group : touched) guarded(*group, [&] { emit(*group); });
+    for (RequestGroup* group : touched) {
+        auto owned = groups_.find(group->id());
+        if (step_failures_.count(group) || owned == groups_.end()) continue;
+        if (std::find(text_groups_.begin(), text_groups_.end(), owned->second) == text_groups_.end())
+            text_groups_.push_back(owned->second);
+    }
     for (auto& [group, message] : step_failures_) fail_group(*group, "internal error: " + message);
     step_failures_.clear();
-    // The outputs' phase: what ran between the forward pass and sampling (prompt logprobs, forks) and after it.
+    const double text_s = async_scheduling_ ? 0 : run_text_stage();
+    // The outputs' phase: what ran between the forward pass and sampling (prompt logprobs, forks) and after it, but
+    // the text stage (EngineStats::step_text_s, its own phase).
     add_step_phases(schedule_s, forward_s, sample_s,
-                    std::chrono::duration<double>(sample_start - output_start).count() + since(after_sample));
+                    std::chrono::duration<double>(sample_start - output_start).count() + since(after_sample) -
+                        overlapped_text_s - text_s);
 }
 
 void Engine::add_step_phases(double schedule_s, double forward_s, double sample_s, double output_s) {
@@ -644,13 +675,15 @@ void Engine::process_token(RequestGroup& group, SampleState& sample, const Sampl
         grammar_refused = !sample.matcher->accept_token(sampled.token);
         grammar_complete = !grammar_refused && sample.matcher->is_terminated();
     }
-    std::optional<FinishReason> reason =
-        group.output().append_token(sample.index, sampled.token, shown, logprob,
-                                    r.num_tokens() >= scheduler_config_.max_model_len, grammar_complete);
+    // The token stage: what the token alone decides; its text and stop strings follow in run_text_stage().
+    std::optional<FinishReason> reason = group.output().push_token(
+        sample.index, sampled.token, shown ? std::optional<SampleLogprobs>(*shown) : std::nullopt, logprob,
+        r.num_tokens() >= scheduler_config_.max_model_len, grammar_complete);
     if (!reason && grammar_refused) {
-        log_warn("request {}: token {} is outside its grammar (no token could continue it); aborted", sample.request_id,
-                 sampled.token);
-        group.output().finish(sample.index, FinishReason::kAbort);
+        // (Unless the token's text completes a stop string: finish() says whether it recorded the abort.)
+        if (group.output().finish(sample.index, FinishReason::kAbort))
+            log_warn("request {}: token {} is outside its grammar (no token could continue it); aborted",
+                     sample.request_id, sampled.token);
         reason = FinishReason::kAbort;
     }
     if (!reason) return;
@@ -679,6 +712,44 @@ CacheInfo Engine::cache_info() const {
     info.enable_prefix_caching = config_.enable_prefix_caching;
     info.gpu_memory_utilization = config_.gpu_memory_utilization.value_or(0.9);
     return info;
+}
+
+double Engine::run_text_stage() {
+    if (text_groups_.empty()) return 0;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<RequestGroup>> groups;
+    groups.swap(text_groups_);
+    // Groups failed or aborted since their tokens were sampled have had their last output.
+    std::erase_if(groups, [&](const std::shared_ptr<RequestGroup>& group) {
+        auto found = groups_.find(group->id());
+        return found == groups_.end() || found->second != group;
+    });
+    std::vector<std::pair<RequestGroup*, std::string>> failures;
+    bool finished_late = false;
+    for (const std::shared_ptr<RequestGroup>& group : groups) {
+        std::optional<std::string> failure = request_failure([&] {
+            for (int64_t index : group->output().flush_text()) {
+                SampleState& s = group->sample(size_t(index));
+                if (s.finished) continue;
+                finish_sample(*group, s, RequestStatus::kFinishedStopped);
+                finished_late = true;
+            }
+        });
+        if (failure) failures.emplace_back(group.get(), *failure);
+    }
+    // Counters first, as in step(): a reader woken by a final output sees its request finished.
+    if (finished_late) update_stats(/*count_step=*/false);
+    for (const std::shared_ptr<RequestGroup>& group : groups) {
+        if (std::any_of(failures.begin(), failures.end(), [&](const auto& f) { return f.first == group.get(); }))
+            continue;
+        if (std::optional<std::string> failure = request_failure([&] { emit(*group); }))
+            failures.emplace_back(group.get(), *failure);
+    }
+    for (auto& [group, message] : failures) fail_group(*group, "internal error: " + message);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.step_text_s += seconds;
+    return seconds;
 }
 
 void Engine::emit(RequestGroup& group) {

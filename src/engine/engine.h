@@ -66,12 +66,15 @@ struct EngineStats {
     // The step thread's wall time by phase, summed over the steps (seconds): scheduling (with the KV block copies'
     // launch); the forward pass (building the batch and launching it on the GPU; the whole forward on the CPU);
     // sampling (its draws' packing and upload, the sampling kernels and the wait for the GPU: on the GPU the device
-    // time shows here); and the outputs (prompt logprobs, tokens, stop checks, detokenising and streaming). On the GPU
-    // scheduling and outputs are host work the device waits for (issue 13 item 2: "the GPU never waits for host work").
+    // time shows here); the outputs' token stage (prompt logprobs, tokens, forks, the finish checks of tokens); and
+    // the text stage (detokenising, stop strings, streaming). On the GPU scheduling and the token stage are host work
+    // the device waits for; the text stage is too, unless async scheduling runs it while the device computes the next
+    // step (issue 13 item 2: "the GPU never waits for host work").
     double step_schedule_s = 0;
     double step_forward_s = 0;
     double step_sample_s = 0;
     double step_output_s = 0;
+    double step_text_s = 0;
 };
 
 // The KV cache's configuration, for vllm:cache_config_info.
@@ -106,6 +109,7 @@ public:
     int64_t max_model_len() const { return scheduler_config_.max_model_len; }
     int64_t max_logprobs() const { return config_.max_logprobs; }  // --max-logprobs
     SchedulingPolicy scheduling_policy() const { return config_.scheduling_policy; }
+    bool async_scheduling() const { return async_scheduling_; }  // EngineConfig::async_scheduling, resolved
 
     // Structured output: the grammar of `spec` compiled against this model's vocabulary (cached by spec), for
     // SamplingParams::grammar. Errors say what is wrong with the schema, regex or grammar. Thread-safe.
@@ -143,6 +147,12 @@ private:
     int64_t num_prompt_logit_rows(const Request& r, int64_t num_new_tokens) const;
     // max_tokens 0: every sample ends with finish reason "length" once the prompt is computed, no token sampled.
     void finish_after_prompt(RequestGroup& group);
+    // The text stage of the tokens of text_groups_ (OutputProcessor::flush_text): their text and stop strings, a
+    // sample a stop string ended finishes, then each group's stream gets its output. Run at the end of a step, or with
+    // async scheduling after the next step's forward pass is launched (and before anything else touches the groups:
+    // an abort, an idle engine).
+    // Returns the seconds it took (also added to EngineStats::step_text_s).
+    double run_text_stage();
     // Pushes what the group's stream gets now; forgets the group once it is done.
     void emit(RequestGroup& group);
     // A failure of the group's own work: its samples end, their KV is freed, its stream gets `message` as an error
@@ -167,6 +177,9 @@ private:
     LogitsSampler sampler_;  // BatchSampler or DeviceBatchSampler, by where the logits are
     std::vector<std::vector<int32_t>> suppressed_scratch_;  // [draws of a step] joined suppressed ids of sample_rows
     std::vector<uint32_t> token_masks_;  // [masked draws of a step, vocab/32] the grammar bitmasks of sample_rows
+    bool async_scheduling_ = false;      // EngineConfig::async_scheduling, resolved for the device
+    // Groups with sampled tokens whose text stage has not run (run_text_stage), in the order they sampled.
+    std::vector<std::shared_ptr<RequestGroup>> text_groups_;
     // The groups whose own work threw in the current step, with the message: failed once the step is done.
     std::unordered_map<RequestGroup*, std::string> step_failures_;
     FaultHook fault_hook_;  // the step's copy of fault_hook_shared_

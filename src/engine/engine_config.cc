@@ -1,6 +1,8 @@
 #include "engine/engine_config.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "core/limits.h"
 #include "core/log.h"
@@ -64,6 +66,17 @@ Status EngineConfig::validate_for(Device device) const {
         "(default 4 GiB)",
         *gpu_memory_utilization);
     return Status::ok();
+}
+
+Result<bool> EngineConfig::async_scheduling_for(Device device) const {
+    if (async_scheduling) return *async_scheduling;
+    if (const char* env = std::getenv("TACO_ASYNC_SCHEDULING")) {
+        const std::string value = env;
+        if (value == "1") return true;
+        if (value == "0") return false;
+        return error("TACO_ASYNC_SCHEDULING={}: expected 0 or 1", value.substr(0, 40));
+    }
+    return device == Device::kCuda;
 }
 
 }  // namespace taco

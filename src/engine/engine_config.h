@@ -51,6 +51,12 @@ struct EngineConfig {
     // sizes captured at start (empty: 1, 2, 4, 8, 16, ... up to max_num_seqs). No effect on the CPU, which has none.
     bool enforce_eager = false;
     std::vector<int64_t> cuda_graph_sizes;
+    // vLLM's --async-scheduling: the host's output work of a step (detokenizing, stop strings, streaming) runs while
+    // the device computes the next step. A sample that a stop string ends is then found one step late: the row it
+    // had in that step is computed and its token dropped (the outputs are the same). nullopt: on with CUDA, off on
+    // the CPU (whose forward pass is the host's own work, so nothing would overlap), unless the environment's
+    // TACO_ASYNC_SCHEDULING (0 or 1) says otherwise (the test suite runs the CPU engine both ways with it).
+    std::optional<bool> async_scheduling;
     uint64_t seed = 0;  // seeds requests that carry no seed
     // vLLM's --kv-cache-dtype: nullopt is "auto" (the KV cache in the activation dtype, as it always is here); a dtype
     // given must be that one, else the engine refuses to start.
@@ -62,6 +68,8 @@ struct EngineConfig {
     Status validate() const;
     // The checks that need the device the engine runs on (the GPU-only flags on the CPU).
     Status validate_for(Device device) const;
+    // async_scheduling resolved for the device (a bad TACO_ASYNC_SCHEDULING is an error naming it).
+    Result<bool> async_scheduling_for(Device device) const;
 };
 
 }  // namespace taco

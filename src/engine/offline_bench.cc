@@ -123,6 +123,7 @@ Result<BenchRun> run_bench_workload(Engine& engine, const BenchWorkload& workloa
         run.step_forward_ms = (after.step_forward_s - before.step_forward_s) * per_step_ms;
         run.step_sample_ms = (after.step_sample_s - before.step_sample_s) * per_step_ms;
         run.step_output_ms = (after.step_output_s - before.step_output_s) * per_step_ms;
+        run.step_text_ms = (after.step_text_s - before.step_text_s) * per_step_ms;
     }
 
     std::vector<double> ttfts;

@@ -33,8 +33,8 @@ struct BenchRun {
     int64_t decode_tokens = 0;  // tokens that arrived after prefill_done_s
     int64_t decode_steps = 0;   // engine steps after prefill_done_s (approximate: steps are counted at deltas)
     // The step thread's time per engine step of the run by phase, in ms (EngineStats::step_*_s): scheduling, the
-    // forward pass (build and launch), sampling (with the GPU wait) and the outputs.
-    double step_schedule_ms = 0, step_forward_ms = 0, step_sample_ms = 0, step_output_ms = 0;
+    // forward pass (build and launch), sampling (with the GPU wait), the outputs' token stage and their text stage.
+    double step_schedule_ms = 0, step_forward_ms = 0, step_sample_ms = 0, step_output_ms = 0, step_text_ms = 0;
 
     double decode_tokens_per_s() const;  // decode_tokens / (elapsed - prefill_done); 0 when no decode phase
     double output_tokens_per_s() const { return elapsed_s > 0 ? double(output_tokens) / elapsed_s : 0; }

@@ -39,56 +39,92 @@ OutputProcessor::SampleText& OutputProcessor::sample(int64_t index) {
 std::optional<FinishReason> OutputProcessor::append_token(int64_t index, int32_t token, const SampleLogprobs* logprobs,
                                                           double token_logprob, bool at_max_model_len,
                                                           bool grammar_complete) {
+    std::optional<FinishReason> reason =
+        push_token(index, token, logprobs ? std::optional<SampleLogprobs>(*logprobs) : std::nullopt, token_logprob,
+                   at_max_model_len, grammar_complete);
+    if (flush_sample_text(sample(index))) return FinishReason::kStop;
+    return reason;
+}
+
+std::optional<FinishReason> OutputProcessor::push_token(int64_t index, int32_t token,
+                                                        std::optional<SampleLogprobs> logprobs, double token_logprob,
+                                                        bool at_max_model_len, bool grammar_complete) {
     SampleText& s = sample(index);
     s.output_ids.push_back(token);
     s.cumulative_logprob += token_logprob;
-    SampleOutput out;
-    out.index = index;
-    out.token_ids = {token};
-    if (logprobs) out.logprobs.push_back(*logprobs);
-
-    std::optional<FinishReason> reason;
     const SamplingParams& p = params_;
     const bool is_stop_token =
         std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
     const bool is_eos =
         !p.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
+    QueuedToken& q = s.queued.emplace_back();
+    q.token = token;
+    q.logprobs = std::move(logprobs);
+    q.cumulative_logprob = s.cumulative_logprob;
     // As vLLM's detokenizer: the EOS or stop token that ends the sample is not part of its text (unless
     // include_stop_str_in_output), which matters when skip_special_tokens is false.
-    const bool ends_here = (is_stop_token || is_eos) && !p.include_stop_str_in_output;
-    std::string piece = s.detokenizer && !ends_here ? s.detokenizer->push(token) : std::string();
+    q.ends_here = (is_stop_token || is_eos) && !p.include_stop_str_in_output;
     // As vLLM: stop strings count only once more than min_tokens tokens exist.
-    const bool can_stop = int64_t(s.output_ids.size()) > p.min_tokens;
-    StopChecker::Step step = s.stop_checker->push(piece, can_stop);
-    out.text = std::move(step.text);
-    if (step.stopped) {
-        reason = FinishReason::kStop;
-        out.stop_reason = s.stop_checker->stop_strings()[size_t(step.stop_index)];
-    } else if (is_stop_token || is_eos || grammar_complete) {
-        reason = FinishReason::kStop;
-        if (is_stop_token && !is_eos) out.stop_token_id = token;
+    q.can_stop = int64_t(s.output_ids.size()) > p.min_tokens;
+    if (is_stop_token || is_eos || grammar_complete) {
+        q.reason = FinishReason::kStop;
+        if (is_stop_token && !is_eos) q.stop_token_id = token;
     } else if (int64_t(s.output_ids.size()) >= p.max_tokens || at_max_model_len) {
-        reason = FinishReason::kLength;
+        q.reason = FinishReason::kLength;
     }
-    if (reason && !step.stopped) {
-        // Release what the detokenizer and the stop checker held back.
-        std::string tail = s.detokenizer ? s.detokenizer->flush() : std::string();
-        StopChecker::Step last = s.stop_checker->push(tail, can_stop);
-        out.text += last.text;
-        if (!last.stopped) out.text += s.stop_checker->flush();
+    return q.reason;
+}
+
+std::vector<int64_t> OutputProcessor::flush_text() {
+    std::vector<int64_t> stopped;
+    for (SampleText& s : samples_)
+        if (flush_sample_text(s)) stopped.push_back(s.whole.index);
+    return stopped;
+}
+
+bool OutputProcessor::flush_sample_text(SampleText& s) {
+    bool stopped_now = false;
+    for (QueuedToken& q : s.queued) {
+        if (s.stop_checker->stopped()) break;  // a stop string ended the sample: what came after is not output
+        SampleOutput out;
+        out.index = s.whole.index;
+        out.token_ids = {q.token};
+        if (q.logprobs) out.logprobs.push_back(std::move(*q.logprobs));
+        std::string piece = s.detokenizer && !q.ends_here ? s.detokenizer->push(q.token) : std::string();
+        StopChecker::Step step = s.stop_checker->push(piece, q.can_stop);
+        out.text = std::move(step.text);
+        std::optional<FinishReason> reason = q.reason;
+        if (step.stopped) {
+            // A stop string wins over a stop token, which wins over length.
+            reason = FinishReason::kStop;
+            out.stop_reason = s.stop_checker->stop_strings()[size_t(step.stop_index)];
+            stopped_now = true;
+        } else if (reason) {
+            out.stop_token_id = q.stop_token_id;
+            // Release what the detokenizer and the stop checker held back.
+            std::string tail = s.detokenizer ? s.detokenizer->flush() : std::string();
+            StopChecker::Step last = s.stop_checker->push(tail, q.can_stop);
+            out.text += last.text;
+            if (!last.stopped) out.text += s.stop_checker->flush();
+        }
+        out.cumulative_logprob = q.cumulative_logprob;
+        out.finish_reason = reason;
+        record(std::move(out));
     }
+    s.queued.clear();
+    return stopped_now;
+}
+
+bool OutputProcessor::finish(int64_t index, FinishReason reason) {
+    SampleText& s = sample(index);
+    flush_sample_text(s);
+    if (s.whole.finish_reason) return false;
+    SampleOutput out;
+    out.index = index;
     out.cumulative_logprob = s.cumulative_logprob;
     out.finish_reason = reason;
     record(std::move(out));
-    return reason;
-}
-
-void OutputProcessor::finish(int64_t index, FinishReason reason) {
-    SampleOutput out;
-    out.index = index;
-    out.cumulative_logprob = sample(index).cumulative_logprob;
-    out.finish_reason = reason;
-    record(std::move(out));
+    return true;
 }
 
 void OutputProcessor::record(SampleOutput delta) {

@@ -43,15 +43,27 @@ public:
     // Everything emitted for sample `index` so far.
     const SampleOutput& whole(int64_t index) const { return sample(index).whole; }
 
-    // Appends a sampled token to sample `index`; `token_logprob` adds to its cumulative logprob; `at_max_model_len`:
-    // the sequence has reached the context limit with it. Returns the finish reason when the token ends the sample.
-    // grammar_complete: the structured-output grammar has matched completely with this token (finish reason
-    // "stop", after stop strings and tokens, before length).
+    // Appends a sampled token to sample `index` and returns its finish reason, if it ends the sample: push_token()
+    // and flush_text() at once. `token_logprob` adds to its cumulative logprob; `at_max_model_len`: the sequence has
+    // reached the context limit with it; grammar_complete: the structured-output grammar has matched completely
+    // with this token (finish reason "stop", after stop strings and tokens, before length).
     std::optional<FinishReason> append_token(int64_t index, int32_t token, const SampleLogprobs* logprobs,
                                              double token_logprob, bool at_max_model_len,
                                              bool grammar_complete = false);
-    // Ends sample `index` without a token (abort; max_tokens 0). Held-back text is dropped, as vLLM does.
-    void finish(int64_t index, FinishReason reason);
+
+    // The two stages of append_token, so that the engine can detokenize one step's tokens while the device computes
+    // the next step (EngineConfig::async_scheduling). The token stage: the token joins output_ids (which the next
+    // step's sampling reads) and gives what the token alone decides: a stop token, EOS or grammar_complete
+    // ("stop"), else the length limits ("length"). Its text, logprobs and output wait in a queue.
+    std::optional<FinishReason> push_token(int64_t index, int32_t token, std::optional<SampleLogprobs> logprobs,
+                                           double token_logprob, bool at_max_model_len, bool grammar_complete = false);
+    // The text stage: every queued token, in order, through the detokenizer and the stop strings into the pending
+    // delta. Returns the samples a stop string ended in this call (whether or not their token had ended them too:
+    // the reason is "stop" either way); tokens queued after a stop string are dropped.
+    std::vector<int64_t> flush_text();
+    // Ends sample `index` without a token (abort; max_tokens 0), after its queued tokens' text. Held-back text is
+    // dropped, as vLLM does. False (nothing recorded) when the sample had ended already (a stop string among them).
+    bool finish(int64_t index, FinishReason reason);
 
     bool wants_prompt_logprobs() const { return params_.prompt_logprobs.has_value(); }
     // Every prompt token after the first has its logprobs.
@@ -70,16 +82,29 @@ public:
     RequestOutput error_output(std::string error);
 
 private:
+    // A token past the token stage, waiting for its text (push_token -> flush_text).
+    struct QueuedToken {
+        int32_t token;
+        std::optional<SampleLogprobs> logprobs;  // shown in the output
+        double cumulative_logprob;               // with this token
+        bool ends_here;                          // an EOS or stop token left out of the text
+        bool can_stop;                           // past min_tokens: a stop string may end the sample here
+        std::optional<FinishReason> reason;      // what the token alone decided
+        std::optional<int32_t> stop_token_id;    // the stop token (not EOS) that ended the sample
+    };
     struct SampleText {                                       // one sample's detokenizer and stop-string state
         std::unique_ptr<IncrementalDetokenizer> detokenizer;  // null without a tokenizer
         std::unique_ptr<StopChecker> stop_checker;
         std::vector<int32_t> output_ids;
         double cumulative_logprob = 0;
+        std::vector<QueuedToken> queued;  // tokens whose text is not yet made
         SampleOutput whole;
     };
 
     const SampleText& sample(int64_t index) const;
     SampleText& sample(int64_t index);
+    // flush_text() of one sample: true when a stop string ended it.
+    bool flush_sample_text(SampleText& s);
     // Adds `delta` to the pending delta and to the whole sample.
     void record(SampleOutput delta);
     // The fields every output carries; the prompt only in the first one.

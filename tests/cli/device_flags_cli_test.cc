@@ -172,7 +172,7 @@ TEST(DeviceFlagsCli, BenchPrintsTheCostPerMillionOutputTokensForAnHourlyPrice) {
     EXPECT_EQ(j["gpu_hourly_cost_usd"].get<double>(), 3.6);
     const nlohmann::json& run = j["runs"][0];
     // The step thread's ms per step by phase, in the JSON and on the table.
-    for (const char* phase : {"schedule", "forward", "sample", "output"})
+    for (const char* phase : {"schedule", "forward", "sample", "output", "text"})
         EXPECT_GE(run["step_ms"][phase].get<double>(), 0.0) << phase;
     EXPECT_NE(r.out.find("per step: schedule "), std::string::npos) << r.out;
     EXPECT_NEAR(run["usd_per_million_output_tokens"].get<double>(), 1000.0 / run["output_tokens_per_s"].get<double>(),

@@ -158,5 +158,48 @@ TEST(OutputProcessor, TextStopsAtAStopStringAndReleasesHeldTextAtTheEnd) {
     EXPECT_EQ(stopping.whole(0).stop_reason, "sat");
 }
 
+// The two stages of append_token (async scheduling): push_token decides what the token alone says and queues its
+// text; flush_text makes the text, and a stop string found there ends the sample, wins over the token's length
+// reason, and drops the tokens queued after it.
+TEST(OutputProcessor, TheTextStageFindsStopStringsTheTokenStageCannot) {
+    auto tokenizer = Tokenizer::load(std::string(TACO_SOURCE_DIR) + "/models/demo");
+    ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().message();
+    auto ids = (*tokenizer)->encode(" the cat sat on the mat", /*add_special_tokens=*/false);
+    ASSERT_TRUE(ids.is_ok());
+    SamplingParams p = params_with(int64_t(ids->size()));
+    p.stop = {"sat"};
+    OutputProcessor out = make(p, tokenizer->get());
+    std::optional<FinishReason> reason;
+    for (int32_t id : *ids) reason = out.push_token(0, id, std::nullopt, -0.5, false);
+    EXPECT_EQ(reason, FinishReason::kLength);  // the last token reaches max_tokens
+    EXPECT_EQ(out.output_ids(0), *ids);        // the next step's sampling sees every token at once
+    EXPECT_TRUE(out.whole(0).text.empty());    // no text before the text stage
+    EXPECT_EQ(out.flush_text(), std::vector<int64_t>{0});
+    EXPECT_EQ(out.whole(0).text, " the cat ");
+    EXPECT_EQ(out.whole(0).finish_reason, FinishReason::kStop);
+    EXPECT_EQ(out.whole(0).stop_reason, "sat");
+    // The tokens after the one that completes "sat" are not output, and the logprob sum is the output's: as the
+    // one-stage append_token, which stops feeding there.
+    OutputProcessor one_stage = make(p, tokenizer->get());
+    std::optional<FinishReason> one_stage_reason;
+    for (size_t i = 0; i < ids->size() && !one_stage_reason; ++i)
+        one_stage_reason = one_stage.append_token(0, (*ids)[i], nullptr, -0.5, false);
+    EXPECT_EQ(one_stage_reason, FinishReason::kStop);
+    ASSERT_LT(one_stage.whole(0).token_ids.size(), ids->size());
+    EXPECT_EQ(out.whole(0).token_ids, one_stage.whole(0).token_ids);
+    EXPECT_EQ(out.whole(0).cumulative_logprob, -0.5 * double(one_stage.whole(0).token_ids.size()));
+    // The sample has ended: an abort now records nothing.
+    EXPECT_FALSE(out.finish(0, FinishReason::kAbort));
+    EXPECT_TRUE(out.flush_text().empty());
+
+    // finish() makes the text of the queued tokens first, then records the end.
+    OutputProcessor aborted = make(params_with(100), tokenizer->get());
+    aborted.push_token(0, (*ids)[0], std::nullopt, 0, false);
+    aborted.push_token(0, (*ids)[1], std::nullopt, 0, false);
+    EXPECT_TRUE(aborted.finish(0, FinishReason::kAbort));
+    EXPECT_EQ(aborted.whole(0).token_ids, std::vector<int32_t>(ids->begin(), ids->begin() + 2));
+    EXPECT_EQ(aborted.whole(0).finish_reason, FinishReason::kAbort);
+}
+
 }  // namespace
 }  // namespace taco

@@ -75,12 +75,14 @@ nlohmann::json run_json(const BenchRun& r, const std::optional<ModelFootprint>& 
             {"output_tokens_per_s", r.output_tokens_per_s()},
             {"total_tokens_per_s", r.total_tokens_per_s()},
             {"engine_steps", r.engine_steps},
-            // The step thread's ms per step by phase; schedule and output are host work the device waits for.
+            // The step thread's ms per step by phase; schedule and output are host work the device waits for, and text
+            // is too unless async scheduling overlaps it with the next step.
             {"step_ms",
              {{"schedule", r.step_schedule_ms},
               {"forward", r.step_forward_ms},
               {"sample", r.step_sample_ms},
-              {"output", r.step_output_ms}}},
+              {"output", r.step_output_ms},
+              {"text", r.step_text_ms}}},
             // Weights read per decode step (KV traffic not counted) and matrix FLOPs of every token processed.
             {"decode_weight_gb_per_s",
              f ? nlohmann::json(decode_steps_per_s * double(f->weight_bytes_per_step) / 1e9) : nlohmann::json()},
@@ -101,9 +103,9 @@ void print_row(const std::string& label, nlohmann::json& j, double hourly) {
                 j["output_tokens_per_s"].get<double>(), j["total_tokens_per_s"].get<double>(),
                 rate("decode_weight_gb_per_s", 2).c_str(), rate("matrix_tflop_per_s", 3).c_str());
     const nlohmann::json& step = j["step_ms"];
-    std::printf("%-12s per step: schedule %.3f ms, forward %.3f ms, sample %.3f ms, output %.3f ms\n", "",
+    std::printf("%-12s per step: schedule %.3f ms, forward %.3f ms, sample %.3f ms, output %.3f ms, text %.3f ms\n", "",
                 step["schedule"].get<double>(), step["forward"].get<double>(), step["sample"].get<double>(),
-                step["output"].get<double>());
+                step["output"].get<double>(), step["text"].get<double>());
     if (hourly > 0) {
         const double usd = usd_per_million_output_tokens(hourly, j["output_tokens_per_s"].get<double>());
         j["usd_per_million_output_tokens"] = usd;
@@ -152,6 +154,7 @@ void run_bench_engine(BenchEngineArgs& args) {
         {"weight_bytes_per_step", footprint ? nlohmann::json(footprint->weight_bytes_per_step) : nlohmann::json()},
         {"matrix_params", footprint ? nlohmann::json(footprint->matrix_params) : nlohmann::json()},
         {"gpu_hourly_cost_usd", args.gpu_hourly_cost > 0 ? nlohmann::json(args.gpu_hourly_cost) : nlohmann::json()},
+        {"async_scheduling", (*engine)->async_scheduling()},
         {"runs", nlohmann::json::array()}};
     const std::string weights =
         footprint ? fmt::format("{:.1f} MB of weights per step", double(footprint->weight_bytes_per_step) / 1e6)

@@ -101,6 +101,13 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
         "Same as --swap-space");
     app->add_flag("--enforce-eager", config.enforce_eager,
                   "Launch every CUDA step op by op instead of replaying CUDA graphs of decode steps");
+    app->add_flag_function(
+           "--async-scheduling,!--no-async-scheduling",
+           [&config](int64_t count) { config.async_scheduling = count > 0; },
+           "Detokenize and stream a step's outputs while the device computes the next step (a stop string is then "
+           "seen one step late: that step's row is computed and dropped; the outputs are the same) (default: on "
+           "with CUDA, off on the CPU; TACO_ASYNC_SCHEDULING=0/1 changes the default)")
+        ->default_str("on with CUDA");
     app->add_option("--cuda-graph-sizes", config.cuda_graph_sizes,
                     "Decode batch sizes captured as CUDA graphs at start (default: 1 2 4 8 16 ... up to "
                     "--max-num-seqs); larger decode steps and all prefill steps run eagerly")
