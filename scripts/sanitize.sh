@@ -3,7 +3,11 @@
 #   asan  ASan+UBSan (build/asan): the GoogleTest suites named in TACO_ASAN_SUITES, filtered by TACO_ASAN_FILTER.
 #   tsan  TSan (build/tsan): the suites named in TACO_TSAN_SUITES (engine and server: the step thread, the HTTP
 #         server's threads, clients, aborts, disconnects), filtered by TACO_TSAN_FILTER.
-# Usage: scripts/sanitize.sh [asan|tsan|all] (default all), e.g.
+#   ci    ASan+UBSan in the fuzz tree (build/fuzz: clang, the libraries already built with ASan+UBSan for the fuzzers,
+#         so only the suites' own files compile): the suites named in TACO_CI_SANITIZE_SUITES (default: every suite
+#         but the CLI, model and kernel ones, whose work is the CPU kernels' arithmetic). scripts/test.sh runs it, so
+#         CI runs the sanitizers (issue 16); TACO_CI_SANITIZE=0 skips it there.
+# Usage: scripts/sanitize.sh [asan|tsan|ci|all] (default all: asan and tsan), e.g.
 #   TACO_ASAN_SUITES="server exec" scripts/sanitize.sh asan
 #   TACO_TSAN_FILTER='ServerHttp.*:Engine.*' scripts/sanitize.sh tsan
 #   TSAN_OPTIONS=halt_on_error=0 scripts/sanitize.sh tsan    # every TSan report of a suite, not only the first
@@ -23,6 +27,7 @@ asan_suites=${TACO_ASAN_SUITES:-core io tokenizer structured cache sched exec en
 asan_filter=${TACO_ASAN_FILTER:-*}
 tsan_suites=${TACO_TSAN_SUITES:-engine server}
 tsan_filter=${TACO_TSAN_FILTER:-*}
+ci_suites=${TACO_CI_SANITIZE_SUITES:-core io tokenizer structured cache sched exec engine server}
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export ASAN_OPTIONS="halt_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
@@ -51,7 +56,8 @@ case "$mode" in
   asan | all) run_suites asan "$asan_filter" $asan_suites ;;&
   tsan | all) run_suites tsan "$tsan_filter" $tsan_suites ;;
   asan) ;;
-  *) echo "usage: scripts/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
+  ci) run_suites fuzz "$asan_filter" $ci_suites ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|ci|all]" >&2; exit 2 ;;
 esac
 if ((${#failed[@]})); then
   echo "sanitize: failed: ${failed[*]}" >&2
