@@ -7,7 +7,7 @@
 
 namespace taco {
 
-std::string Decoder::decode(std::vector<std::string> tokens) const {
+std::string TokenDecoder::decode(std::vector<std::string> tokens) const {
     decode_chain(tokens);
     std::string out;
     for (const auto& t : tokens) out += t;
@@ -28,7 +28,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     s = std::move(out);
 }
 
-class ByteLevelDecoder final : public Decoder {
+class ByteLevelDecoder final : public TokenDecoder {
 public:
     void decode_chain(std::vector<std::string>& tokens) const override {
         std::string bytes;
@@ -39,7 +39,7 @@ public:
     }
 };
 
-class MetaspaceDecoder final : public Decoder {
+class MetaspaceDecoder final : public TokenDecoder {
 public:
     MetaspaceDecoder(std::string replacement, bool strip_first)
         : replacement_(std::move(replacement)), strip_first_(strip_first) {}
@@ -53,7 +53,7 @@ private:
     bool strip_first_;  // prepend_scheme != never: every replacement char of the first token is dropped
 };
 
-class ByteFallbackDecoder final : public Decoder {
+class ByteFallbackDecoder final : public TokenDecoder {
 public:
     void decode_chain(std::vector<std::string>& tokens) const override {
         std::vector<std::string> out;
@@ -94,7 +94,7 @@ private:
     }
 };
 
-class FuseDecoder final : public Decoder {
+class FuseDecoder final : public TokenDecoder {
 public:
     void decode_chain(std::vector<std::string>& tokens) const override {
         std::string all;
@@ -103,7 +103,7 @@ public:
     }
 };
 
-class StripDecoder final : public Decoder {
+class StripDecoder final : public TokenDecoder {
 public:
     StripDecoder(int32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
@@ -137,7 +137,7 @@ private:
     size_t start_, stop_;
 };
 
-class ReplaceDecoder final : public Decoder {
+class ReplaceDecoder final : public TokenDecoder {
 public:
     ReplaceDecoder(SplitPattern pattern, std::string content)
         : pattern_(std::move(pattern)), content_(std::move(content)) {}
@@ -156,7 +156,7 @@ std::string wordpiece_cleanup(std::string s) {
     return s;
 }
 
-class WordPieceDecoder final : public Decoder {
+class WordPieceDecoder final : public TokenDecoder {
 public:
     WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
@@ -178,7 +178,7 @@ private:
     bool cleanup_;
 };
 
-class BpeSuffixDecoder final : public Decoder {
+class BpeSuffixDecoder final : public TokenDecoder {
 public:
     explicit BpeSuffixDecoder(std::string suffix) : suffix_(std::move(suffix)) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
@@ -189,15 +189,15 @@ private:
     std::string suffix_;
 };
 
-class SequenceDecoder final : public Decoder {
+class SequenceDecoder final : public TokenDecoder {
 public:
-    explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
+    explicit SequenceDecoder(std::vector<std::unique_ptr<TokenDecoder>> parts) : parts_(std::move(parts)) {}
     void decode_chain(std::vector<std::string>& tokens) const override {
         for (const auto& p : parts_) p->decode_chain(tokens);
     }
 
 private:
-    std::vector<std::unique_ptr<Decoder>> parts_;
+    std::vector<std::unique_ptr<TokenDecoder>> parts_;
 };
 
 }  // namespace
@@ -210,13 +210,13 @@ std::string clean_up_tokenization(std::string text) {
     return text;
 }
 
-Result<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& j) {
-    if (j.is_null()) return std::unique_ptr<Decoder>();
+Result<std::unique_ptr<TokenDecoder>> make_decoder(const nlohmann::json& j) {
+    if (j.is_null()) return std::unique_ptr<TokenDecoder>();
     if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
         return error("decoder: expected an object with a \"type\", got {}", json_excerpt(j));
     }
     std::string type = j["type"];
-    if (type == "ByteLevel") return std::unique_ptr<Decoder>(new ByteLevelDecoder());
+    if (type == "ByteLevel") return std::unique_ptr<TokenDecoder>(new ByteLevelDecoder());
     if (type == "Metaspace") {
         std::string replacement = j.value("replacement", std::string("\xE2\x96\x81"));
         bool strip_first = true;
@@ -225,15 +225,15 @@ Result<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& j) {
         } else if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean()) {
             strip_first = j["add_prefix_space"].get<bool>();
         }
-        return std::unique_ptr<Decoder>(new MetaspaceDecoder(replacement, strip_first));
+        return std::unique_ptr<TokenDecoder>(new MetaspaceDecoder(replacement, strip_first));
     }
-    if (type == "ByteFallback") return std::unique_ptr<Decoder>(new ByteFallbackDecoder());
-    if (type == "Fuse") return std::unique_ptr<Decoder>(new FuseDecoder());
+    if (type == "ByteFallback") return std::unique_ptr<TokenDecoder>(new ByteFallbackDecoder());
+    if (type == "Fuse") return std::unique_ptr<TokenDecoder>(new FuseDecoder());
     if (type == "Strip") {
         std::string content = j.value("content", std::string(" "));
         size_t len;
         int32_t cp = content.empty() ? ' ' : unicode::decode_utf8(content, 0, len);
-        return std::unique_ptr<Decoder>(new StripDecoder(cp, j.value("start", 0u), j.value("stop", 0u)));
+        return std::unique_ptr<TokenDecoder>(new StripDecoder(cp, j.value("start", 0u), j.value("stop", 0u)));
     }
     if (type == "Replace") {
         if (!j.contains("pattern") || !j.contains("content") || !j["content"].is_string()) {
@@ -241,24 +241,24 @@ Result<std::unique_ptr<Decoder>> make_decoder(const nlohmann::json& j) {
         }
         auto pattern = SplitPattern::from_json(j["pattern"]);
         if (!pattern) return pattern.status().with_context("decoder Replace");
-        return std::unique_ptr<Decoder>(
+        return std::unique_ptr<TokenDecoder>(
             new ReplaceDecoder(std::move(pattern).value(), j["content"].get<std::string>()));
     }
     if (type == "WordPiece") {
-        return std::unique_ptr<Decoder>(
+        return std::unique_ptr<TokenDecoder>(
             new WordPieceDecoder(j.value("prefix", std::string("##")), j.value("cleanup", true)));
     }
     if (type == "BPEDecoder")
-        return std::unique_ptr<Decoder>(new BpeSuffixDecoder(j.value("suffix", std::string("</w>"))));
+        return std::unique_ptr<TokenDecoder>(new BpeSuffixDecoder(j.value("suffix", std::string("</w>"))));
     if (type == "Sequence") {
         if (!j.contains("decoders") || !j["decoders"].is_array())
             return error("decoder Sequence: missing \"decoders\" array");
-        std::vector<std::unique_ptr<Decoder>> parts;
+        std::vector<std::unique_ptr<TokenDecoder>> parts;
         for (const auto& sub : j["decoders"]) {
             TACO_ASSIGN_OR_RETURN(auto part, make_decoder(sub));
             if (part) parts.push_back(std::move(part));
         }
-        return std::unique_ptr<Decoder>(new SequenceDecoder(std::move(parts)));
+        return std::unique_ptr<TokenDecoder>(new SequenceDecoder(std::move(parts)));
     }
     return error("unknown decoder type '{}'", type);
 }

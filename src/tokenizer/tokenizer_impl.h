@@ -22,7 +22,7 @@ struct Tokenizer::Impl {
     std::unique_ptr<PreTokenizer> pre_tokenizer;  // may be null
     std::unique_ptr<Model> model;
     std::unique_ptr<PostProcessor> post_processor;  // may be null
-    std::unique_ptr<Decoder> decoder;               // may be null: tokens joined with ' '
+    std::unique_ptr<TokenDecoder> decoder;          // may be null: tokens joined with ' '
     AddedVocabulary added;
     std::optional<int32_t> bos_id, eos_id;
     bool clean_up_tokenization_spaces = false;  // applied by decode (transformers skips it for BPE models)

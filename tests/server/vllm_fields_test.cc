@@ -85,7 +85,8 @@ TEST(VllmFields, BadWordsAreNeverGenerated) {
     for (int32_t id : other) EXPECT_NE(id, ids[0]) << "'" << word << "'";
     // A two-token sequence: its second token never follows its first.
     HttpResult pair = post(s.port, "/detokenize", {{"tokens", {ids[0], ids[1]}}});
-    request["bad_words"] = {pair.json()["prompt"]};
+    // json::array: a braced list of one json value is a copy of it with clang (nlohmann's initializer-list rule).
+    request["bad_words"] = json::array({pair.json()["prompt"]});
     HttpResult two = post(s.port, "/v1/completions", request);
     ASSERT_EQ(two.status, 200) << two.body;
     const std::vector<int32_t> out = two.json()["choices"][0]["token_ids"];
