@@ -26,8 +26,10 @@ mix of request classes, each with the outcome it must get:
 Every request is checked as it completes. A monitor thread checks every second that the server process is alive
 and samples /metrics (peak running/waiting requests and KV usage). At the end the script waits for the server to be
 idle and checks: vllm:num_requests_running, vllm:num_requests_waiting and vllm:kv_cache_usage_perc back to 0; at
-least one preemption happened (unless --allow-no-preemption); vllm:request_success_total grew by at least the
-number of valid prompts the client saw complete (and by no more than that plus the aborted ones); the server's open
+least one preemption happened (unless --allow-no-preemption); vllm:request_success_total (summed over its
+finished_reason labels) grew by at least the number of valid choices the client saw complete (prompts x n: the server
+counts each of a request's n samples, as vLLM V1 counts each of its child requests) and by no more than that plus the
+choices of the requests it left; the server's open
 file descriptors (/proc/PID/fd) back to their baseline + --fd-margin; its VmRSS (/proc/PID/status) within
 --rss-margin-mb of its baseline (the baseline is taken after a warm-up, at idle: what grows after that is the
 allocator's cache of freed memory and thread arenas, bounded, or a leak, unbounded); no "threw" warning in the
@@ -66,8 +68,9 @@ class Results:
         self.failed = collections.Counter()
         self.latency = collections.defaultdict(list)
         self.failures = []  # (class, message)
-        self.valid_ok_prompts = 0  # prompts of valid requests that completed: the server counted each as a success
-        self.aborted_prompts = 0  # prompts of requests the client left: the server may or may not count them
+        # Choices (prompts x n) of valid requests that completed: the server counted each as a success.
+        self.valid_ok_prompts = 0
+        self.aborted_prompts = 0  # choices of requests the client left: the server may or may not count them
 
     def record(self, cls, ok, latency, message="", valid_prompts=0, aborted_prompts=0):
         with self.lock:
@@ -162,7 +165,8 @@ class Server:
             if line.startswith("#") or not line.strip():
                 continue
             name = line.split("{", 1)[0].split(" ", 1)[0]
-            out.setdefault(name, float(line.rsplit(" ", 1)[1]))
+            # A counter with labels (request_success_total's finished_reason) is the sum of its lines.
+            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
         return out
 
 
@@ -378,7 +382,7 @@ def valid_request(server, rng, endpoint, stream):
         check_stream(endpoint, body, raw, prompts)
     else:
         check_whole(endpoint, body, json.loads(raw), prompts)
-    return prompts
+    return n_choices(body, prompts)
 
 
 def long_prompt(rng, args):
@@ -422,15 +426,17 @@ def kv_pressure(server, rng, results):
 
 def keepalive(server, rng):
     conn = http.client.HTTPConnection(server.host, server.port, timeout=server.args.timeout)
+    choices = 0
     try:
         for i in range(3):
             body = sampling(rng, {"model": "demo", "prompt": random_text(rng, 8)})
             status, _, raw = request(server, "POST", "/v1/completions", body, conn=conn)
             expect(status == 200, f"request {i} on the connection: status {status}: {raw[:200]!r}")
             check_whole("completion", body, json.loads(raw), 1)
+            choices += n_choices(body)
     finally:
         conn.close()
-    return 3
+    return choices
 
 
 def chunked(server, rng):
@@ -448,7 +454,7 @@ def chunked(server, rng):
         status, _, reply, _ = read_response(sock)
     expect(status == 200, f"status {status}: {reply[:200]!r}")
     check_whole("completion", body, json.loads(reply), 1)
-    return 1
+    return n_choices(body)
 
 
 def expect_continue(server, rng):
@@ -463,7 +469,7 @@ def expect_continue(server, rng):
         status, _, reply, _ = read_response(sock, rest)
     expect(status == 200, f"status {status}: {reply[:200]!r}")
     check_whole("completion", body, json.loads(reply), 1)
-    return 1
+    return n_choices(body)
 
 
 def pipelined(server, rng):
@@ -481,7 +487,7 @@ def pipelined(server, rng):
         check_whole("completion", body, json.loads(reply), 1)
         status, _, health, rest = read_response(sock, rest)
         expect(status == 200 and health == b"" and rest == b"", f"GET /health after them: {status} {health[:80]!r}")
-    return 1
+    return n_choices(body)
 
 
 def slow_valid(server, rng):
@@ -498,7 +504,7 @@ def slow_valid(server, rng):
         status, _, reply, _ = read_response(sock)
     expect(status == 200, f"status {status}: {reply[:200]!r}")
     check_whole("completion", body, json.loads(reply), 1)
-    return 1
+    return n_choices(body)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -530,6 +536,7 @@ def abort_stream(server, rng):
             buf += chunk
     finally:
         close_abruptly(sock, rng)
+    return body["n"]
 
 
 def disconnect(server, rng):
@@ -540,6 +547,7 @@ def disconnect(server, rng):
     if rng.random() < 0.5:
         time.sleep(rng.uniform(0, 0.3))  # sometimes after the engine started on it
     close_abruptly(sock, rng)
+    return 1
 
 
 def slow_abandon(server, rng):
@@ -639,9 +647,9 @@ def run_one(server, rng, results, cls):
         elif cls in ("keepalive", "chunked", "expect_continue", "pipelined", "slow_valid"):
             prompts = globals()[cls](server, rng)
         elif cls in ABORTED:
-            globals()[cls](server, rng)
-            # One prompt each (the server counts successes per prompt); slow_abandon's never reached a handler.
-            return results.record(cls, True, time.time() - start, aborted_prompts=int(cls != "slow_abandon"))
+            left = globals()[cls](server, rng)
+            # The choices of the request left (the server counts each); slow_abandon's never reached a handler.
+            return results.record(cls, True, time.time() - start, aborted_prompts=left or 0)
         else:
             malformed(server, rng, cls)
             return results.record(cls, True, time.time() - start)
@@ -777,7 +785,7 @@ def main():
         success = m1["vllm:request_success_total"] - m0["vllm:request_success_total"]
         if not results.valid_ok_prompts <= success <= results.valid_ok_prompts + results.aborted_prompts:
             checks.append(f"vllm:request_success_total grew by {success:.0f}; the client saw "
-                          f"{results.valid_ok_prompts} valid prompts complete (and left {results.aborted_prompts})")
+                          f"{results.valid_ok_prompts} valid choices complete (and left {results.aborted_prompts})")
         preemptions = m1["vllm:num_preemptions_total"] - m0["vllm:num_preemptions_total"]
         if preemptions == 0 and not args.allow_no_preemption:
             checks.append("no preemption happened: the KV cache was never under pressure (--kv-blocks)")
@@ -815,7 +823,7 @@ def main():
     if m1:
         print(f"\nengine: {m1['vllm:num_preemptions_total'] - m0['vllm:num_preemptions_total']:.0f} preemptions, "
               f"{m1['vllm:request_success_total'] - m0['vllm:request_success_total']:.0f} successes "
-              f"(client: {results.valid_ok_prompts} valid prompts done, {results.aborted_prompts} left), "
+              f"(client: {results.valid_ok_prompts} valid choices done, {results.aborted_prompts} left), "
               f"{m1['vllm:generation_tokens_total'] - m0['vllm:generation_tokens_total']:.0f} tokens generated")
         print(f"peaks: running {monitor.peak['vllm:num_requests_running']:.0f}, waiting "
               f"{monitor.peak['vllm:num_requests_waiting']:.0f}, KV usage "
