@@ -5,21 +5,16 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 
 namespace taco {
 namespace {
 
-std::unique_ptr<Engine> demo_engine(bool async_scheduling, int64_t num_device_blocks = 0, int64_t max_num_seqs = 256) {
-    EngineConfig config;
-    config.device = DeviceChoice::kCpu;
-    config.model_dir = std::string(TACO_SOURCE_DIR) + "/models/demo";
-    config.max_model_len = 512;
+std::unique_ptr<Engine> demo_engine(bool async_scheduling, int64_t num_device_blocks = 0) {
+    EngineConfig config = testing_util::demo_config();
     config.num_device_blocks = num_device_blocks;
-    config.max_num_seqs = max_num_seqs;
     config.async_scheduling = async_scheduling;
-    auto engine = Engine::create(config);
-    EXPECT_TRUE(engine.is_ok()) << engine.status().message();
-    return engine.is_ok() ? std::move(engine).value() : nullptr;
+    return testing_util::create_engine(config);
 }
 
 GenerationInput input(std::string prompt, int64_t max_tokens, double temperature = 0, uint64_t seed = 1) {

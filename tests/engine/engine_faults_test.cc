@@ -53,11 +53,7 @@ TEST(EngineFaults, AThrowInOneRequestsTokenFailsOnlyThatRequest) {
 
 TEST(EngineFaults, AThrowWhileFillingAGrammarMaskFailsOnlyThatRequest) {
     // Masks are filled on pool threads, where an exception would end the process.
-    EngineConfig config;
-    config.device = DeviceChoice::kCpu;
-    config.model_dir = std::string(TACO_SOURCE_DIR) + "/models/demo";
-    config.max_model_len = 256;
-    auto created = Engine::create(config);
+    auto created = Engine::create(testing_util::demo_config(256));
     ASSERT_TRUE(created.is_ok()) << created.status().message();
     Engine& engine = **created;
     structured::StructuredOutputSpec spec;

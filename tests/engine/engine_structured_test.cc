@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 
 namespace taco {
 namespace {
@@ -13,15 +14,7 @@ namespace {
 using structured::StructuredKind;
 using structured::StructuredOutputSpec;
 
-std::unique_ptr<Engine> demo_engine() {
-    EngineConfig config;
-    config.device = DeviceChoice::kCpu;
-    config.model_dir = std::string(TACO_SOURCE_DIR) + "/models/demo";
-    config.max_model_len = 512;
-    auto engine = Engine::create(config);
-    EXPECT_TRUE(engine.is_ok()) << engine.status().message();
-    return engine.is_ok() ? std::move(engine).value() : nullptr;
-}
+std::unique_ptr<Engine> demo_engine() { return testing_util::create_engine(testing_util::demo_config()); }
 
 StructuredOutputSpec spec_of(StructuredKind kind, std::string text, std::vector<std::string> choices = {}) {
     StructuredOutputSpec spec;

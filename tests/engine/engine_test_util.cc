@@ -28,6 +28,18 @@ std::unique_ptr<Engine> make_engine(const std::string& model, int64_t num_device
     config.max_num_batched_tokens = max_num_batched_tokens;
     config.max_num_seqs = max_num_seqs;
     config.enable_prefix_caching = prefix_caching;
+    return create_engine(config);
+}
+
+EngineConfig demo_config(int64_t max_model_len) {
+    EngineConfig config;
+    config.device = DeviceChoice::kCpu;
+    config.model_dir = std::string(TACO_SOURCE_DIR) + "/models/demo";
+    config.max_model_len = max_model_len;
+    return config;
+}
+
+std::unique_ptr<Engine> create_engine(const EngineConfig& config) {
     auto engine = Engine::create(config);
     EXPECT_TRUE(engine.is_ok()) << engine.status().message();
     return engine.is_ok() ? std::move(engine).value() : nullptr;
