@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# A short device round trip for an attention or decode change when device time is scarce (about 4 minutes, where
+# A short device round trip for an attention or decode change when device time is scarce (about 7 minutes, where
 # scripts/gpu_suite.sh all takes 6-10): the CUDA attention suite, every golden family and the graph suites in one
-# process each, bf16 op parity and batch invariance, the attention benchmark without the CUDA cores' kernel, and
-# `bench batch` and `bench latency` at 1k and 32k on the 8B shape, also with each TACO_CUDA_* switch named in
-# TACO_QUICK_SWITCHES off (for example "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in
-# switch named in TACO_QUICK_OPT_INS on ("TACO_CUDA_CUDNN_ATTENTION");
+# process each, bf16 op parity and batch invariance, the attention benchmark without the CUDA cores' kernel and each
+# decode attention kernel's time (Nsight Compute), the cuDNN graph probe, `bench batch` and `bench latency` at 1k and
+# 32k on the 8B shape, also with each TACO_CUDA_* switch named in TACO_QUICK_SWITCHES off (for example
+# "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in switch named in TACO_QUICK_OPT_INS
+# on ("TACO_CUDA_CUDNN_ATTENTION"), 256 running requests with and without async scheduling, and serve's start-up with
+# dummy weights and from a checkpoint. Where .device/before.tar.xz is carried too (an earlier build's taco_llm and
+# cuda_attention_bench, compressed), the decode attention cases and the 32k latency run with those as well.
 # TACO_QUICK_ATTENTION_FILTER narrows the attention benchmark. Run on the GPU machine after scripts/device_bundle.sh
 # here, carrying .device/bundle.tar.xz; logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -27,6 +30,32 @@ step kernels_tests 60 "$build/taco_kernels_tests" --gtest_brief=1 \
 step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
   --benchmark_filter="${TACO_QUICK_ATTENTION_FILTER:-BM_Prefill/kernel:[024]|BM_Decode/kernel:[023]}" \
   --benchmark_out="$out/cuda_attention_bench.json" --benchmark_out_format=json
+# Each kernel's share of a decode attention call (the attention kernel and split-KV's merge): Nsight Compute's
+# gpu__time_duration of 40 launches at 32k keys (bs=1) and at bs=64 over 1k keys in a graph bucket's capacity.
+for decode in bs1_32k:batch:1/context:32768/capacity:0 bs1_1k:batch:1/context:1024/capacity:131072 \
+  bs64_1k:batch:64/context:1024/capacity:131072; do
+  name=ncu_decode_${decode%%:*} decode=${decode#*:}
+  step "$name" 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$build/cuda_attention_bench" \
+    --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
+  python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
+done
+# A before/after in the same call: .device/before.tar.xz (made here from an earlier bundle: before/taco_llm and
+# before/cuda_attention_bench) runs the decode attention cases, their kernels and the 32k latency again.
+before=
+if [ -f .device/before.tar.xz ]; then
+  tar -C .device -xJf .device/before.tar.xz && before=.device/before
+fi
+if [ -n "$before" ]; then
+  step attention_bench_before 120 "$before/cuda_attention_bench" --benchmark_min_time=0.02 \
+    --benchmark_filter='BM_Decode/kernel:[023]' --benchmark_out="$out/cuda_attention_bench_before.json" \
+    --benchmark_out_format=json
+  step ncu_decode_bs1_32k_before 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+    --csv --launch-skip 20 --launch-count 40 --log-file "$out/ncu_decode_bs1_32k_before.csv" \
+    "$before/cuda_attention_bench" --benchmark_filter=BM_Decode/kernel:0/batch:1/context:32768/capacity:0 \
+    --benchmark_min_time=0.001
+  python3 tools/ncu_summary.py "$out/ncu_decode_bs1_32k_before.csv" 10 >"$out/ncu_decode_bs1_32k_before.txt" 2>&1
+fi
 # Which forms of cuDNN's attention graph the machine's cuDNN has an engine for (cudnn_attention.h).
 step cudnn_probe 60 "$build/cuda_attention_bench" --benchmark_filter=BM_CudnnGraphProbe
 m=bench/models/llama-3.1-8b
@@ -44,6 +73,8 @@ bench_all() {  # bench_all SUFFIX [VAR=VALUE]: the three workloads, with the swi
     --output-json "$out/bench_latency_32k$suffix.json"
 }
 bench_all ""
+[ -n "$before" ] && step bench_latency_32k_before 90 "$before/taco_llm" bench latency "$m" "${common[@]}" "${long[@]}" \
+  --output-json "$out/bench_latency_32k_before.json"
 # 8 and 256 running requests: the step thread's host phases per step (step_ms in the JSON) against the step's time,
 # with async scheduling (the default on CUDA: the outputs' host work overlaps the next step) and without.
 step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
@@ -52,6 +83,8 @@ step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" -
   --no-async-scheduling --output-json "$out/bench_batch_256_sync.json"
 # serve's start to its first answered completion (dummy weights).
 step startup 60 scripts/gpu_startup.sh
+# The same from an 8B checkpoint of random weights in the page cache (writing it takes about a minute).
+step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
 for switch in ${TACO_QUICK_OPT_INS:-}; do bench_all "_${switch}_on" "$switch=1"; done
 exit $status

@@ -2,17 +2,26 @@
 # Start-up time on the GPU machine (issue 13 item 6: serve's first request <= 15 s after start, CUDA graphs
 # included): starts `taco_llm serve` on the 8B shape, then asks for one completion until it is answered, and prints
 # the seconds from start to /health, to the first answer, and the server's own log lines. With --load-format dummy
-# (the device machine has no checkpoint), so the figure leaves out reading the weights: an 8B checkpoint from the page
-# cache adds its 16 GB at the host's copy rate. Run after scripts/device_bundle.sh here, carrying
-# .device/bundle.tar.xz; usage: scripts/gpu_startup.sh [extra serve flags...].
+# (the device machine has no checkpoint), which leaves out reading the weights; TACO_STARTUP_CHECKPOINT=1 first writes
+# an 8B checkpoint of random bf16 weights as Hugging Face lays one out (tools/make_random_checkpoint.py: four
+# safetensors shards, 16 GB, left in the page cache as a checkpoint read a second time is) and serves that instead
+# (startup_checkpoint.txt). Run after scripts/device_bundle.sh here, carrying .device/bundle.tar.xz; usage:
+# scripts/gpu_startup.sh [extra serve flags...].
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
 port=18123
-log="$out/startup_serve.log"
+name=startup model=bench/models/llama-3.1-8b load=(--load-format dummy)
+if [ "${TACO_STARTUP_CHECKPOINT:-0}" = 1 ]; then
+  name=startup_checkpoint model=/tmp/llama-3.1-8b-random load=()
+  made=$SECONDS
+  [ -f "$model/model.safetensors.index.json" ] ||
+    python3 tools/make_random_checkpoint.py bench/models/llama-3.1-8b "$model" >"$out/$name.txt" 2>&1 || exit 1
+  echo "checkpoint written in $((SECONDS - made)) s" >>"$out/$name.txt"
+fi
+log="$out/${name}_serve.log"
 start=$EPOCHREALTIME
-"$build/taco_llm" serve bench/models/llama-3.1-8b --load-format dummy --dtype bfloat16 --device cuda --port $port \
-  "$@" >"$log" 2>&1 &
+"$build/taco_llm" serve "$model" "${load[@]}" --dtype bfloat16 --device cuda --port $port "$@" >"$log" 2>&1 &
 pid=$!
 # Polls with Python's urllib (the device machine may lack curl): prints the seconds to /health and to the first
 # answered completion, or "never".
@@ -44,6 +53,6 @@ PY
 )
 kill $pid 2>/dev/null
 wait $pid 2>/dev/null
-echo "startup: /health after $health s, first completion after $answered s" | tee "$out/startup.txt"
-grep -i -E "load|graph|kv cache|captur|ready|listen" "$log" | head -20 | tee -a "$out/startup.txt"
+echo "$name: /health after $health s, first completion after $answered s" | tee -a "$out/$name.txt"
+grep -i -E "load|graph|kv cache|captur|ready|listen" "$log" | head -20 | tee -a "$out/$name.txt"
 [ "$answered" != never ]
