@@ -6,8 +6,8 @@
 # 32k on the 8B shape, also with each TACO_CUDA_* switch named in TACO_QUICK_SWITCHES off (for example
 # "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in switch named in TACO_QUICK_OPT_INS
 # on ("TACO_CUDA_CUDNN_ATTENTION"), 256 running requests with and without async scheduling, and serve's start-up with
-# dummy weights and from a checkpoint. Where .device/before.tar.xz is carried too (an earlier build's taco_llm and
-# cuda_attention_bench, compressed), the decode attention cases and the 32k latency run with those as well.
+# a checkpoint (and dummy weights where asked). Where .device/before.tar.xz is carried too (an earlier build's
+# taco_llm and cuda_attention_bench, compressed), the decode attention cases and the 32k latency run with those too.
 # TACO_QUICK_ATTENTION_FILTER narrows the attention benchmark. Run on the GPU machine after scripts/device_bundle.sh
 # here, carrying .device/bundle.tar.xz; logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -40,6 +40,9 @@ for decode in bs1_32k:batch:1/context:32768/capacity:0 bs1_1k:batch:1/context:10
     --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
   python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
 done
+# TACO_QUICK_PROFILE=1: where the attention kernels' time goes (scripts/gpu_profile.sh attention: stall reasons, bytes,
+# occupancy of one prefill and two decode launches).
+[ "${TACO_QUICK_PROFILE:-0}" = 1 ] && step profile_attention 120 env OUT="$out" scripts/gpu_profile.sh attention
 # A before/after in the same call: .device/before.tar.xz (made here from an earlier bundle: before/taco_llm and
 # before/cuda_attention_bench) runs the decode attention cases, their kernels and the 32k latency again.
 before=
@@ -82,8 +85,9 @@ step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batc
 step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
   --no-async-scheduling --output-json "$out/bench_batch_256_sync.json"
 # serve's start to its first answered completion (dummy weights).
-step startup 60 scripts/gpu_startup.sh
-# The same from an 8B checkpoint of random weights in the page cache (writing it takes about a minute).
+# serve's start-up from an 8B checkpoint of random weights in the page cache (writing it takes about a minute);
+# TACO_QUICK_DUMMY_STARTUP=1 also with dummy weights.
+[ "${TACO_QUICK_DUMMY_STARTUP:-0}" = 1 ] && step startup 60 scripts/gpu_startup.sh
 step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
 for switch in ${TACO_QUICK_OPT_INS:-}; do bench_all "_${switch}_on" "$switch=1"; done
