@@ -23,6 +23,8 @@ constexpr int kMaxSchemaDepth = 128;      // nesting of schemas inside schemas (
 constexpr double kMaxNumberBound = 1e15;  // bounds stay exact in int64 and double
 // An object's optional properties in a row (each is a parse the matcher follows while a key is written).
 constexpr size_t kMaxOptionalPropertiesInARow = 1024;
+// The (member, count) states of an object with minProperties / maxProperties: (properties + 1) x (count bound + 1).
+constexpr int64_t kMaxCountedPropertyStates = 100'000;
 
 // The raw JSON text of one string character: anything but '"', '\' and controls, or an escape (no lone surrogate).
 constexpr const char* kJsonChar =
@@ -154,11 +156,13 @@ void fraction_numbers(const char* sign, double lo, bool lo_strict, std::optional
 
 // Numeric keywords of which two values in allOf branches combine into the tighter one.
 const std::set<std::string>& lower_bounds() {
-    static const std::set<std::string> kLower = {"minimum", "exclusiveMinimum", "minLength", "minItems"};
+    static const std::set<std::string> kLower = {"minimum", "exclusiveMinimum", "minLength", "minItems",
+                                                 "minProperties"};
     return kLower;
 }
 const std::set<std::string>& upper_bounds() {
-    static const std::set<std::string> kUpper = {"maximum", "exclusiveMaximum", "maxLength", "maxItems"};
+    static const std::set<std::string> kUpper = {"maximum", "exclusiveMaximum", "maxLength", "maxItems",
+                                                 "maxProperties"};
     return kUpper;
 }
 
@@ -183,6 +187,8 @@ const std::set<std::string>& supported_keywords() {
                                                     "prefixItems",
                                                     "minItems",
                                                     "maxItems",
+                                                    "minProperties",
+                                                    "maxProperties",
                                                     "minLength",
                                                     "maxLength",
                                                     "pattern",
@@ -320,16 +326,25 @@ private:
         return rule;
     }
 
-    // "{" (key ":" value ("," key ":" value)*)? "}"
-    Result<Fragment> map_fragment(int32_t key_rule, int32_t value_rule) {
+    // "{" (key ":" value ("," key ":" value)*)? "}", min_members..max_members members (max absent: any number).
+    Result<Fragment> map_fragment(int32_t key_rule, int32_t value_rule, int64_t min_members = 0,
+                                  std::optional<int64_t> max_members = std::nullopt) {
         auto first = spaced({b_.call(key_rule), b_.literal(":"), b_.call(value_rule)});
         auto next = spaced({b_.call(key_rule), b_.literal(":"), b_.call(value_rule)});
         auto w0 = ws(), w1 = ws(), w2 = ws(), w3 = ws();
         for (const auto* r : {&first, &next, &w0, &w1, &w2, &w3})
             if (!*r) return r->status();
+        const Fragment open = b_.seq(b_.literal("{"), *w0), close = b_.seq(*w3, b_.literal("}"));
+        if (max_members && *max_members == 0) return b_.seq(open, close);
         const Fragment more = b_.seq(b_.seq(b_.seq(*w1, b_.literal(",")), *w2), *next);
-        const Fragment inner = b_.seq(*first, b_.star(more));
-        return b_.seq(b_.seq(b_.seq(b_.literal("{"), *w0), b_.optional(inner)), b_.seq(*w3, b_.literal("}")));
+        std::optional<int64_t> more_max;
+        if (max_members) more_max = *max_members - 1;
+        Result<Fragment> tail = !max_members && min_members <= 1
+                                    ? Result<Fragment>(b_.star(more))
+                                    : b_.repeat(more, std::max<int64_t>(0, min_members - 1), more_max);
+        if (!tail) return tail.status();
+        const Fragment inner = b_.seq(*first, *tail);
+        return b_.seq(b_.seq(open, min_members > 0 ? inner : b_.optional(inner)), close);
     }
 
     // "[" elements "]" with prefix[i] for element i < prefix.size(), then `item` (item < 0: none), count in
@@ -718,7 +733,8 @@ private:
                     if (schema.contains(k)) return true;
                 return false;
             };
-            if (has({"properties", "required", "additionalProperties"})) types.push_back("object");
+            if (has({"properties", "required", "additionalProperties", "minProperties", "maxProperties"}))
+                types.push_back("object");
             if (has({"items", "prefixItems", "minItems", "maxItems"})) types.push_back("array");
             if (has({"minLength", "maxLength", "pattern", "format"})) types.push_back("string");
             if (has({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types.push_back("number");
@@ -909,14 +925,30 @@ private:
         const ojson additional = schema.value("additionalProperties", ojson(!options_.no_additional_properties));
         if (!additional.is_boolean() && !additional.is_object())
             return fail(path, "'additionalProperties' must be a boolean or a schema");
+        auto min_props = count(schema, "minProperties", path);
+        auto max_props = count(schema, "maxProperties", path);
+        if (!min_props) return min_props.status();
+        if (!max_props) return max_props.status();
+        const int64_t lo = min_props->value_or(0);
+        const std::optional<int64_t> hi = *max_props;
+        if (hi && *hi < lo) return fail(path, "no object satisfies minProperties and maxProperties");
         if (properties.empty()) {
-            if (additional == false) return b_.literal("{}");  // with optional whitespace? "{}" is valid JSON
+            if (additional == false) {
+                if (lo > 0) return fail(path, "minProperties with no properties allowed (additionalProperties false)");
+                return b_.literal("{}");  // with optional whitespace? "{}" is valid JSON
+            }
+            // A free-form map's keys may repeat ({"a": 1, "a": 2} is one property): only the counts that repeats
+            // cannot break are kept.
+            if (lo > 1)
+                return fail(path,
+                            "minProperties above 1 is supported only for listed properties (the keys of a "
+                            "free-form map may repeat)");
             auto key = any_rule("string");
             if (!key) return key.status();
             auto value = additional.is_object() ? schema_rule(additional, path + "/additionalProperties", depth)
                                                 : any_rule("value");
             if (!value) return value.status();
-            return map_fragment(*key, *value);
+            return map_fragment(*key, *value, lo, hi);
         }
         // Members in key order, optional ones may be left out. Two rules per member keep the grammar linear in the
         // number of members (listing every possible next member at each position was quadratic: 5,000 optional
@@ -924,6 +956,7 @@ private:
         //   pick_i ::= key_i ":" value_i next_{i+1} | pick_{i+1}  (the second branch only if member i is optional)
         //   next_i ::= "," pick_i | ""                             ("" only if members i.. are all optional)
         //   object ::= "{" (pick_0 | "") "}"                       ("" only if every member is optional)
+        // Only the listed properties are written (as XGrammar does), whatever additionalProperties allows.
         struct Member {
             std::string key_text;
             int32_t value_rule;
@@ -951,35 +984,92 @@ private:
             return fail(path, fmt::format("the object has {} properties, {} of them optional in a row; at most {} "
                                           "optional properties in a row are supported (mark some required)",
                                           n, longest_run, kMaxOptionalPropertiesInARow));
+        const int64_t num_required = int64_t(required.size());
+        if (lo > int64_t(n))
+            return fail(path, fmt::format("minProperties {} is more than the {} listed properties (only listed "
+                                          "properties are written)",
+                                          lo, n));
+        if (hi && num_required > *hi)
+            return fail(path,
+                        fmt::format("maxProperties {} is less than the {} required properties", *hi, num_required));
+        // minProperties / maxProperties that the required members alone do not settle: the rules also count the
+        // members written so far (pick_i,c / next_i,c with c members before member i).
+        const bool counted = lo > num_required || (hi && *hi < int64_t(n));
+        const int64_t cap = counted ? (hi ? *hi : lo) : 0;  // counts past `lo` (no maximum) are all alike
+        if (int64_t(n + 1) * (cap + 1) > kMaxCountedPropertyStates)
+            return fail(path, fmt::format("minProperties / maxProperties over {} properties need more than {} "
+                                          "grammar states",
+                                          n, kMaxCountedPropertyStates));
+        const auto after = [&](int64_t c) { return counted ? (hi ? c + 1 : std::min(c + 1, lo)) : 0; };
+        const auto room = [&](int64_t c) { return !counted || !hi || c < *hi; };  // another member may come
+        const auto may_end = [&](size_t i, int64_t c) { return all_optional_from[i] && (!counted || c >= lo); };
+        // Which states can still end in a valid object (the others get no rule, and no branch leads to them).
+        const size_t states = size_t(cap + 1);
+        std::vector<char> can_pick(n * states, 0), can_next((n + 1) * states, 0);
+        for (size_t i = n + 1; i-- > 0;) {
+            for (int64_t c = 0; c <= cap; ++c) {
+                if (i < n) {
+                    bool ok = room(c) && can_next[(i + 1) * states + size_t(after(c))];
+                    ok = ok || (!members[i].required && i + 1 < n && can_pick[(i + 1) * states + size_t(c)]);
+                    can_pick[i * states + size_t(c)] = ok;
+                }
+                can_next[i * states + size_t(c)] =
+                    may_end(i, c) || (i < n && room(c) && can_pick[i * states + size_t(c)]);
+            }
+        }
+        const bool empty_ok = may_end(0, 0);
+        if (!can_pick[0] && !empty_ok) return fail(path, "no object satisfies minProperties and maxProperties");
         const int id = next_rule_++;
-        std::vector<int32_t> pick(n), next(n + 1);
-        for (size_t i = 0; i < n; ++i) pick[i] = b_.add_rule(fmt::format("o{}_pick{}:{}", id, i, path));
-        for (size_t i = 0; i <= n; ++i) next[i] = b_.add_rule(fmt::format("o{}_next{}:{}", id, i, path));
+        std::vector<int32_t> pick(n * states, -1), next((n + 1) * states, -1);
+        for (size_t i = 0; i <= n; ++i) {
+            for (int64_t c = 0; c <= cap; ++c) {
+                const std::string where = counted ? fmt::format("{}.{}", i, c) : std::to_string(i);
+                if (i < n && can_pick[i * states + size_t(c)])
+                    pick[i * states + size_t(c)] = b_.add_rule(fmt::format("o{}_pick{}:{}", id, where, path));
+                if (can_next[i * states + size_t(c)])
+                    next[i * states + size_t(c)] = b_.add_rule(fmt::format("o{}_next{}:{}", id, where, path));
+            }
+        }
         for (size_t i = 0; i < n; ++i) {
-            auto member = spaced({b_.literal(members[i].key_text), b_.literal(":"), b_.call(members[i].value_rule)});
-            if (!member) return member.status();
-            std::vector<Fragment> choices = {b_.seq(*member, b_.call(next[i + 1]))};
-            if (!members[i].required && i + 1 < n) choices.push_back(b_.call(pick[i + 1]));
-            b_.set_body(pick[i], b_.alt(choices));
+            for (int64_t c = 0; c <= cap; ++c) {
+                const int32_t rule = pick[i * states + size_t(c)];
+                if (rule < 0) continue;
+                std::vector<Fragment> choices;
+                const int32_t then = room(c) ? next[(i + 1) * states + size_t(after(c))] : -1;
+                if (then >= 0) {
+                    auto member =
+                        spaced({b_.literal(members[i].key_text), b_.literal(":"), b_.call(members[i].value_rule)});
+                    if (!member) return member.status();
+                    choices.push_back(b_.seq(*member, b_.call(then)));
+                }
+                if (!members[i].required && i + 1 < n && pick[(i + 1) * states + size_t(c)] >= 0)
+                    choices.push_back(b_.call(pick[(i + 1) * states + size_t(c)]));
+                b_.set_body(rule, b_.alt(choices));
+            }
         }
         for (size_t i = 0; i <= n; ++i) {
-            std::vector<Fragment> choices;
-            if (all_optional_from[i]) choices.push_back(b_.empty());
-            if (i < n) {
-                auto comma = spaced({b_.literal(","), b_.call(pick[i])});
-                auto w = ws();
-                if (!comma) return comma.status();
-                if (!w) return w.status();
-                choices.push_back(b_.seq(*w, *comma));
+            for (int64_t c = 0; c <= cap; ++c) {
+                const int32_t rule = next[i * states + size_t(c)];
+                if (rule < 0) continue;
+                std::vector<Fragment> choices;
+                if (may_end(i, c)) choices.push_back(b_.empty());
+                if (i < n && room(c) && pick[i * states + size_t(c)] >= 0) {
+                    auto comma = spaced({b_.literal(","), b_.call(pick[i * states + size_t(c)])});
+                    auto w = ws();
+                    if (!comma) return comma.status();
+                    if (!w) return w.status();
+                    choices.push_back(b_.seq(*w, *comma));
+                }
+                b_.set_body(rule, b_.alt(choices));
             }
-            b_.set_body(next[i], b_.alt(choices));
         }
-        Fragment first = b_.call(pick[0]);
-        if (all_optional_from[0]) first = b_.optional(first);
+        std::optional<Fragment> first;
+        if (pick[0] >= 0) first = b_.call(pick[0]);
+        Fragment inner = !first ? b_.empty() : empty_ok ? b_.optional(*first) : *first;
         auto w1 = ws(), w2 = ws();
         if (!w1) return w1.status();
         if (!w2) return w2.status();
-        return b_.seq(b_.seq(b_.seq(b_.literal("{"), *w1), first), b_.seq(*w2, b_.literal("}")));
+        return b_.seq(b_.seq(b_.seq(b_.literal("{"), *w1), inner), b_.seq(*w2, b_.literal("}")));
     }
 
     const ojson& root_;

@@ -1,16 +1,18 @@
 // JSON Schema -> Grammar: the JSON texts the schema accepts (or a subset of them, never a text it rejects).
 //
 // Covered: type (one or a list), properties / required / additionalProperties (false, absent, true or a schema),
-// enum / const, anyOf / oneOf / allOf, items / prefixItems / minItems / maxItems, minLength / maxLength, pattern
-// (ECMAScript regex, unanchored as JSON Schema reads it), format (date, time, date-time, uuid, email, ipv4),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers and numbers (fractional bounds exactly: the
-// digits of the end units are compared), $ref into the same document
+// minProperties / maxProperties (counted over the listed properties; a map, whose keys may repeat, takes
+// minProperties of at most 1), enum / const, anyOf / oneOf / allOf, items / prefixItems / minItems / maxItems,
+// minLength / maxLength, pattern (ECMAScript regex, unanchored as JSON Schema reads it), format (date, time, date-time,
+// uuid, email, ipv4), minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers and numbers (fractional
+// bounds exactly: the digits of the end units are compared), $ref into the same document
 // ($defs, definitions, any JSON pointer; recursion allowed). Annotations (title, description, default, ...) are
 // ignored. Any other keyword is an error naming it, so nothing is silently dropped. minLength / maxLength combine
 // with a pattern or a format (GrammarBuilder::json_chars_bounded); a pattern with a format is an error. Numeric and
 // length bounds in several allOf branches combine into the tightest.
 //
-// Where the output is a subset: properties come in the schema's key order and optional ones may be left out;
+// Where the output is a subset: properties come in the schema's key order and optional ones may be left out
+// (with minProperties / maxProperties, as many of them as the counts allow);
 // additional properties are generated only for objects without "properties" (a map); numbers with bounds have
 // no exponent; a date never falls on February 29. oneOf needs branches that no value can match both (other types,
 // a required property with other const / enum values, or a required property the other, closed, branch lacks);

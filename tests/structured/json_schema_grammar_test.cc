@@ -145,6 +145,54 @@ TEST(JsonSchemaGrammar, ArraysHonourPrefixItemsAndCounts) {
     EXPECT_FALSE(matches(counted, "[1,2,1,2]"));
 }
 
+TEST(JsonSchemaGrammar, ObjectsHonourMinAndMaxProperties) {
+    // Listed properties: the members written are counted, whichever of the optional ones they are.
+    const Grammar two = schema_grammar(R"({"type": "object", "properties": {"a": {"const": 1}, "b": {"const": 2},
+        "c": {"const": 3}, "d": {"const": 4}}, "required": ["b"], "minProperties": 2, "maxProperties": 3})");
+    EXPECT_FALSE(matches(two, R"({"b":2})"));
+    EXPECT_TRUE(matches(two, R"({"a":1,"b":2})"));
+    EXPECT_TRUE(matches(two, R"({"b":2,"d":4})"));
+    EXPECT_TRUE(matches(two, R"({"a":1, "b":2, "c":3})"));
+    EXPECT_TRUE(matches(two, R"({"b":2,"c":3,"d":4})"));
+    EXPECT_FALSE(matches(two, R"({"a":1,"b":2,"c":3,"d":4})"));
+    EXPECT_FALSE(matches(two, R"({"a":1,"c":3})"));  // b is still required
+    // Only a minimum: every count past it is alike.
+    const Grammar at_least = schema_grammar(R"({"type": "object", "properties": {"a": {"const": 1},
+        "b": {"const": 2}, "c": {"const": 3}}, "minProperties": 1})");
+    EXPECT_FALSE(matches(at_least, "{}"));
+    EXPECT_TRUE(matches(at_least, R"({"c":3})"));
+    EXPECT_TRUE(matches(at_least, R"({"a":1,"b":2,"c":3})"));
+    // A free-form map: a maximum, and a minimum of one (keys may repeat, so no more than one is promised).
+    const Grammar map = schema_grammar(R"({"type": "object", "additionalProperties": {"type": "integer"},
+        "minProperties": 1, "maxProperties": 2})");
+    EXPECT_FALSE(matches(map, "{}"));
+    EXPECT_TRUE(matches(map, R"({"x":1})"));
+    EXPECT_TRUE(matches(map, R"({"x":1,"y":2})"));
+    EXPECT_FALSE(matches(map, R"({"x":1,"y":2,"z":3})"));
+    EXPECT_TRUE(matches(schema_grammar(R"({"type": "object", "maxProperties": 0})"), "{}"));
+    EXPECT_FALSE(matches(schema_grammar(R"({"type": "object", "maxProperties": 0})"), R"({"a":1})"));
+    // allOf takes the tighter bound of each side.
+    const Grammar merged = schema_grammar(R"({"allOf": [{"type": "object", "properties": {"a": {"const": 1},
+        "b": {"const": 2}, "c": {"const": 3}}, "maxProperties": 3}, {"maxProperties": 1}]})");
+    EXPECT_TRUE(matches(merged, R"({"b":2})"));
+    EXPECT_FALSE(matches(merged, R"({"a":1,"b":2})"));
+    // Counts no object can meet are errors naming them.
+    const std::pair<const char*, const char*> refused[] = {
+        {R"({"type": "object", "minProperties": 3, "maxProperties": 2})", "minProperties and maxProperties"},
+        {R"({"type": "object", "properties": {"a": {}}, "minProperties": 2})", "minProperties 2 is more than"},
+        {R"({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"], "maxProperties": 1})",
+         "maxProperties 1 is less than the 2 required"},
+        {R"({"type": "object", "additionalProperties": false, "minProperties": 1})", "minProperties"},
+        {R"({"type": "object", "minProperties": 2})", "minProperties above 1"},
+        {R"({"type": "object", "minProperties": -1})", "'minProperties' must be a non-negative integer"},
+    };
+    for (const auto& [schema, what] : refused) {
+        auto g = json_schema_grammar(ojson::parse(schema));
+        ASSERT_FALSE(g.is_ok()) << schema;
+        EXPECT_NE(g.status().message().find(what), std::string::npos) << schema << ": " << g.status().message();
+    }
+}
+
 TEST(JsonSchemaGrammar, StringsHonourLengthPatternAndFormats) {
     const Grammar len = schema_grammar(R"({"type": "string", "minLength": 2, "maxLength": 3})");
     EXPECT_FALSE(matches(len, R"("a")"));

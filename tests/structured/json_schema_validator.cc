@@ -168,6 +168,11 @@ std::string validate_json(const ojson& value, const ojson& schema, const ojson& 
         const ojson props = schema.value("properties", ojson::object());
         for (const ojson& name : schema.value("required", ojson::array()))
             if (!value.contains(name.get<std::string>())) return "required " + name.get<std::string>();
+        const int64_t members = int64_t(value.size());  // distinct keys: a repeated key parses as one member
+        if (schema.contains("minProperties") && members < schema.at("minProperties").get<int64_t>())
+            return "minProperties";
+        if (schema.contains("maxProperties") && members > schema.at("maxProperties").get<int64_t>())
+            return "maxProperties";
         for (const auto& [k, v] : value.items()) {
             if (props.contains(k)) {
                 if (std::string e = validate_json(v, props.at(k), root); !e.empty()) return k + ": " + e;
