@@ -183,17 +183,19 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
 }
 
 // Split-KV's second step: one CTA per (token, head), one thread per dim, merging the row's partitions in
-// increasing order exactly as paged_attention_kernel does when it walks them itself. The partitions' (m, l) come
-// through shared memory kMergeChunk at a time, read by all threads at once, so the fold waits on one round trip per
-// chunk rather than one per partition.
-constexpr int kMergeChunk = 256;
+// increasing order exactly as paged_attention_kernel does when it walks them itself. At 32k keys a row has 256
+// partitions, and a fold that waited on a load or an exponential per partition took tens of microseconds, so the
+// work is taken apart where that keeps the bits: per chunk of 32 partitions, every thread asks for its dim of all 32
+// at once; each warp's lane i reads partition i's (m, l) and the running maxima come from a prefix maximum over the
+// lanes (fmaxf is exact in any order, so they are merge_scales' M before and after each partition), and so do the
+// scales (merge_scales_between); what is left in order is two multiply-adds per partition, L's and O's.
+constexpr int kMergeChunk = 32;
 
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
     __shared__ RowInfo info;
-    __shared__ float2 ml[kMergeChunk];
-    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
+    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x), lane = d % 32;
     if (threadIdx.x == 0) info = row_info(p, token, head);
     __syncthreads();
     if (info.state == kRowNone) return;  // CTA-uniform
@@ -202,30 +204,46 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
         if (d < p.head_dim) *out = from_f32<QT>(NAN);
         return;
     }
-    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * (p.head_dim + 2);
+    const int64_t stride = p.head_dim + 2;
+    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * stride;
     const int z_lo = info.first / kPartitionKeys, z_hi = info.pos / kPartitionKeys;
+    const bool has_dim = d < p.head_dim;
     float M = -INFINITY, L = 0, O = 0;
     for (int chunk = z_lo; chunk <= z_hi; chunk += kMergeChunk) {
         const int n = min(kMergeChunk, z_hi - chunk + 1);
-        for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) {
-            const float* part = parts + int64_t(chunk + i) * (p.head_dim + 2);
-            ml[i] = make_float2(part[0], part[1]);
+        const float* first = parts + int64_t(chunk) * stride;
+        float o[kMergeChunk];
+#pragma unroll
+        for (int i = 0; i < kMergeChunk; ++i) o[i] = i < n && has_dim ? first[int64_t(i) * stride + 2 + d] : 0.0f;
+        const float m = lane < n ? first[int64_t(lane) * stride] : -INFINITY;
+        const float l = lane < n ? first[int64_t(lane) * stride + 1] : 0.0f;
+        // The running maximum after partition `lane` (inclusive) and before it.
+        float after = m;
+#pragma unroll
+        for (int offset = 1; offset < 32; offset *= 2) {
+            const float other = __shfl_up_sync(kFullWarp, after, offset);
+            if (lane >= offset) after = fmaxf(after, other);
         }
-        __syncthreads();
-        if (d < p.head_dim) {
-#pragma unroll 8
-            for (int i = 0; i < n; ++i) {
-                // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
-                // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
-                if (ml[i].x == -INFINITY) continue;
-                float a, b;
-                merge_scales(M, L, ml[i].x, ml[i].y, a, b);
-                O = merged_value(O, a, parts[int64_t(chunk + i) * (p.head_dim + 2) + 2 + d], b);
-            }
+        after = fmaxf(M, after);
+        const float before_up = __shfl_up_sync(kFullWarp, after, 1);
+        const float before = lane == 0 ? M : before_up;
+        float a, b;
+        merge_scales_between(before, after, m, a, b);
+        // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
+        // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
+        const bool skip = m == -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kMergeChunk; ++i) {
+            if (i >= n) break;
+            const float ai = __shfl_sync(kFullWarp, a, i), bi = __shfl_sync(kFullWarp, b, i);
+            const float li = __shfl_sync(kFullWarp, l, i);
+            if (__shfl_sync(kFullWarp, skip, i)) continue;
+            L = __fadd_rn(__fmul_rn(L, ai), __fmul_rn(li, bi));
+            O = merged_value(O, ai, o[i], bi);
         }
-        __syncthreads();  // ml is read by every thread before the next chunk
+        M = __shfl_sync(kFullWarp, after, n - 1);
     }
-    if (d < p.head_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
+    if (has_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 // The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes

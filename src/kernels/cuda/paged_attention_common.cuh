@@ -77,12 +77,19 @@ __device__ __forceinline__ float score_of(const AttentionLaunch& p, float dot, i
     return s;
 }
 
+// The scales alone, from the running maximum before (M) and after (merged = fmaxf(M, m)) the merge: the split-KV merge
+// kernel takes the running maxima from a prefix maximum over its partitions (fmaxf is exact in any order) and the
+// scales from here, so that they have the bits of merge_scales'.
+__device__ __forceinline__ void merge_scales_between(float M, float merged, float m, float& a, float& b) {
+    a = expf(M - merged);  // M = -inf (nothing yet): 0
+    b = expf(m - merged);
+}
+
 // Merges a partition's state (m, l) into the running one (M, L): the scales a of the old and b of the new state.
 // The one merge of both kernels: the same operations in the same order, so split and unsplit agree bit for bit.
 __device__ __forceinline__ void merge_scales(float& M, float& L, float m, float l, float& a, float& b) {
     const float merged = fmaxf(M, m);
-    a = expf(M - merged);  // M = -inf (nothing yet): 0
-    b = expf(m - merged);
+    merge_scales_between(M, merged, m, a, b);
     L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
     M = merged;
 }
