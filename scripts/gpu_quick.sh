@@ -24,7 +24,10 @@ step() {  # step NAME SECONDS COMMAND...
 }
 nvidia-smi -L >"$out/machine.txt" 2>&1
 step cuda_tests 200 "$build/taco_cuda_tests" --gtest_brief=1 \
-  --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+  --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:Dtypes/CudaEngineStructured*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+# Structured outputs again with the masked rows sampled from host logits (the device masks' switch off).
+step cuda_structured_host_masks 60 env TACO_CUDA_DEVICE_GRAMMAR_MASKS=0 "$build/taco_cuda_tests" --gtest_brief=1 \
+  --gtest_filter='Dtypes/CudaEngineStructured*'
 step kernels_tests 60 "$build/taco_kernels_tests" --gtest_brief=1 \
   --gtest_filter='CudaBF16/OpParity*:Cuda/OpsBatchInvariance*'
 step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02 \

@@ -32,7 +32,7 @@ void LogitsSampler::reserve_device(int64_t max_draws, int64_t vocab) {
 bool LogitsSampler::device_grammar_masks() {
 #if defined(TACO_WITH_CUDA)
     static const bool enabled =
-        cuda::env_opt_in("TACO_CUDA_DEVICE_GRAMMAR_MASKS", std::getenv("TACO_CUDA_DEVICE_GRAMMAR_MASKS"),
+        cuda::env_switch("TACO_CUDA_DEVICE_GRAMMAR_MASKS", std::getenv("TACO_CUDA_DEVICE_GRAMMAR_MASKS"),
                          "grammar masks applied by the GPU sampler");
     return enabled;
 #else
@@ -46,7 +46,7 @@ void LogitsSampler::sample(const ExecContext& ctx, const TensorView& logits, std
         host_.sample(logits, rows, out);
         return;
     }
-    // Grammar masks on the device only when switched on; otherwise a masked step samples host logits
+    // Grammar masks on the device unless switched off; then a masked step samples host logits
     // (Engine::sample_rows copies them).
     if (!device_grammar_masks())
         for (const SamplingRow& row : rows)

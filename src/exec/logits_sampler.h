@@ -31,9 +31,10 @@ public:
     // reserve), so a GPU engine holds it before its KV cache is sized; a no-op in the CPU build.
     void reserve_device(int64_t max_draws, int64_t vocab);
 
-    // Whether device logits with grammar masks are sampled on the GPU (DeviceBatchSampler applies the masks): opt-in
-    // with TACO_CUDA_DEVICE_GRAMMAR_MASKS=1 until the GPU suite has run its parity test
-    // (DeviceBatchSamplerTest.GrammarMasksDrawTheCpuSamplersTokensAndLogprobs); false in the CPU build.
+    // Whether device logits with grammar masks are sampled on the GPU (DeviceBatchSampler applies the masks; its
+    // parity test DeviceBatchSamplerTest.GrammarMasksDrawTheCpuSamplersTokensAndLogprobs passed on an H100,
+    // bench/results/h100-2026-12-07b): on by default, TACO_CUDA_DEVICE_GRAMMAR_MASKS=0 samples masked rows from host
+    // logits instead (the logits of the step come to the host); false in the CPU build.
     static bool device_grammar_masks();
 
 private:
