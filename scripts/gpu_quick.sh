@@ -93,5 +93,11 @@ step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" -
 [ "${TACO_QUICK_DUMMY_STARTUP:-0}" = 1 ] && step startup 60 scripts/gpu_startup.sh
 step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
-for switch in ${TACO_QUICK_OPT_INS:-}; do bench_all "_${switch}_on" "$switch=1"; done
+# Each opt-in switch on: the goldens, graphs and attention suite first (a path is made the default only after they
+# pass with it), then the benches.
+for switch in ${TACO_QUICK_OPT_INS:-}; do
+  step "cuda_tests_${switch}_on" 200 env "$switch=1" "$build/taco_cuda_tests" --gtest_brief=1 \
+    --gtest_filter='CudaPagedAttention*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+  bench_all "_${switch}_on" "$switch=1"
+done
 exit $status
