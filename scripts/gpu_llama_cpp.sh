@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# llama.cpp side by side with taco_llm on the GPU machine (issue 13 item 7), on the same random Llama-3.1-8B model, in
+# two calls:
+#   scripts/gpu_llama_cpp.sh build   builds llama.cpp's llama-bench and llama-batched-bench for sm_90 (CUDA, shared
+#                                    libraries, stripped) from the public snapshot carried as
+#                                    .device/llama_cpp_src.tar.xz, and leaves them in $OUT as
+#                                    llama_cpp_bin.tar.xz.part-* (under 16 MiB each, what comes back from a call); keep
+#                                    those in .device/ for every later session.
+#   scripts/gpu_llama_cpp.sh bench   (carrying .device/bundle.tar.xz, .device/llama_cpp_convert.tar.xz and the
+#                                    parts: with the tree, 64 MiB at most, so the parts may take about 14 MB) writes the
+#                                    random checkpoint (tools/make_random_checkpoint.py) with Llama 3's tokenizer,
+#                                    converts it to a bf16 GGUF with the snapshot's convert_hf_to_gguf.py, and runs in
+#                                    one call: llama-bench (prompt 1024, and 128 tokens of decode at depth 0 and 1024,
+#                                    flash attention on), llama-batched-bench (1024 prompt tokens, 400 generated, 1 / 2
+#                                    / 4 / 8 / 32 / 64 sequences), and taco_llm's bench latency and bench batch on the
+#                                    same checkpoint (its weights, not dummy ones).
+# scripts/llama_cpp_snapshot.sh makes the two source archives here (a public llama.cpp snapshot and Llama 3's
+# tokenizer; never committed). Logs and JSON in $OUT, a line per step in summary.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase=${1:-bench}
+source scripts/device_env.sh
+status=0
+step() {  # step NAME SECONDS COMMAND...
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
+  [ $rc = 0 ] || status=1
+}
+work=/tmp/side_by_side
+mkdir -p "$work"
+for archive in .device/llama_cpp_src.tar.xz .device/llama_cpp_convert.tar.xz; do
+  [ -f "$archive" ] && tar -C "$work" -xJf "$archive"
+done
+nvidia-smi -L >"$out/machine.txt" 2>&1
+bin=$work/build/bin
+
+if [ "$phase" = build ]; then
+  step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
+  step llama_build 540 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
+  strip "$bin/llama-bench" "$bin/llama-batched-bench" "$bin"/*.so*
+  (cd "$work/build" && tar -cf - bin/llama-bench bin/llama-batched-bench bin/*.so*) | xz -6 -T0 |
+    split -b 15M - "$out/llama_cpp_bin.tar.xz.part-"
+  ls -la "$out" >>"$out/summary.txt"
+  exit $status
+fi
+
+if [ ! -x "$bin/llama-bench" ]; then
+  mkdir -p "$work/build"
+  cat .device/llama_cpp_bin.tar.xz.part-* | xz -dc | tar -C "$work/build" -xf - || exit 1
+fi
+export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
+ckpt=/tmp/llama-3.1-8b-random
+[ -f "$ckpt/model.safetensors.index.json" ] ||
+  step checkpoint 150 python3 tools/make_random_checkpoint.py bench/models/llama-3.1-8b "$ckpt"
+cp "$work/tokenizer/"* "$ckpt/"
+gguf=$work/llama-3.1-8b-random-bf16.gguf
+[ -f "$gguf" ] || step gguf 240 python3 "$work/llama.cpp/convert_hf_to_gguf.py" "$ckpt" --outtype bf16 --outfile "$gguf"
+# llama.cpp: bs=1 prompt and decode (decode at depth 1024 is BENCHMARKS.md's anchor), then 1..64 sequences.
+step llama_bench 150 "$bin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1024 -n 128 -d 0,1024 -r 3 -o json
+cp "$out/llama_bench.log" "$out/llama_bench.json"
+step llama_batched_bench 240 "$bin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 92160 -b 2048 -ub 512 \
+  -npp 1024 -ntg 400 -npl 1,2,4,8,32,64 --output-format jsonl
+# taco_llm on the same checkpoint, in the same call.
+common=(--device cuda --dtype bfloat16)
+step taco_latency 90 "$build/taco_llm" bench latency "$ckpt" "${common[@]}" --num-iters 3 \
+  --output-json "$out/taco_latency.json"
+step taco_batch 120 "$build/taco_llm" bench batch "$ckpt" "${common[@]}" --output-json "$out/taco_batch.json"
+exit $status
