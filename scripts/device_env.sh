@@ -25,3 +25,14 @@ if ldconfig -p 2>/dev/null | grep -q libcudnn.so.9 || [[ "$LD_LIBRARY_PATH" == *
   ls /usr/local/cuda/lib64/libcudnn.so.9 >/dev/null 2>&1; then
   export TACO_REQUIRE_CUDNN=1
 fi
+# One step of a round trip (gpu_quick.sh, gpu_llama_cpp.sh): runs COMMAND with a limit, its output in $out/NAME.log, a
+# line "NAME rc=RC SECONDSs" in $out/summary.txt; a failing step sets status=1 (the script's exit status).
+status=0
+step() {  # step NAME SECONDS COMMAND...
+  local name=$1 limit=$2 start=$SECONDS
+  shift 2
+  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
+  [ $rc = 0 ] || status=1
+}

@@ -20,15 +20,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-bench}
 source scripts/device_env.sh
-status=0
-step() {  # step NAME SECONDS COMMAND...
-  local name=$1 limit=$2 start=$SECONDS
-  shift 2
-  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
-  [ $rc = 0 ] || status=1
-}
 work=/tmp/side_by_side
 mkdir -p "$work"
 for archive in .device/llama_cpp_src.tar.xz .device/llama_cpp_convert.tar.xz; do

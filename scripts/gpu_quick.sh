@@ -13,15 +13,6 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
-status=0
-step() {  # step NAME SECONDS COMMAND...
-  local name=$1 limit=$2 start=$SECONDS
-  shift 2
-  timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
-  local rc=$?
-  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
-  [ $rc = 0 ] || status=1
-}
 nvidia-smi -L >"$out/machine.txt" 2>&1
 step cuda_tests 200 "$build/taco_cuda_tests" --gtest_brief=1 \
   --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:Dtypes/CudaEngineStructured*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
