@@ -1,8 +1,11 @@
 // ForwardBatchBuilder: turns one step's sequences into a ForwardBatch in one persistent buffer (the only builder:
-// the runner, perplexity and tests all use it). The buffer is sized once for the runner's limits; each build packs
-// the arrays of the step at offsets that depend only on the step's shape (T, S, L), so the same shape gets the same
-// addresses and the used bytes are one contiguous prefix (one copy to a GPU). Block tables are [S, max_blocks] with
-// the runner's fixed max_blocks width, unused entries 0.
+// the runner, perplexity and tests all use it). The buffer is sized once for the runner's limits. Block tables come
+// first, [S, max_blocks] rows of an area of max_num_sequences rows with the runner's fixed max_blocks width (ceil
+// (max_model_len / block_size): 8,192 entries a row for a 128k-token model), unused entries 0; the other arrays follow
+// at offsets that depend only on the step's shape (T, S, L), so the same shape gets the same addresses. A build
+// writes the arrays and a rectangle of the table (its sequences' rows, as many columns as the longest table), and
+// clears what the build before wrote, so the rest of the buffer stays zero and no step touches the whole table
+// (written() says what a device copy needs).
 #pragma once
 
 #include <cstdint>
@@ -51,11 +54,21 @@ public:
     // A batch of the given shape with zeroed contents (workspace sizing by a dry run).
     const ForwardBatch& build_shape(int64_t num_tokens, int64_t num_sequences, int64_t num_logits);
 
-    // The same arrays at another base address (a device copy of used_bytes()).
+    // The same arrays at another base address (a device copy of the buffer, its zeros included).
     ForwardBatch rebased(void* base, Device device) const;
-    // The bytes the last build wrote, from the buffer's start.
-    std::span<const uint8_t> used_bytes() const;
-    // The buffer's size: the used bytes of the largest step the limits allow (a device copy's size).
+    // What the last build wrote: the arrays, one range of arrays_bytes from arrays_offset, and the block table's
+    // rectangle [0, table_rows) x [0, table_cols) of entries that may be non-zero (rows of max_blocks entries from the
+    // buffer's start). Every other byte of the buffer is zero.
+    struct Written {
+        size_t arrays_offset = 0;
+        size_t arrays_bytes = 0;
+        int64_t table_rows = 0;
+        int64_t table_cols = 0;
+    };
+    const Written& written() const { return written_; }
+    // The buffer (its host memory, for a device copy).
+    const TensorView& buffer() const { return buffer_.view(); }
+    // The buffer's size: the block table's area and the arrays of the largest step the limits allow.
     size_t capacity_bytes() const { return buffer_.view().nbytes(); }
     const BatchLimits& limits() const { return limits_; }
     int64_t block_size() const { return block_size_; }
@@ -64,13 +77,14 @@ private:
     ForwardBatch layout(void* base, Device device, int64_t t, int64_t s, int64_t l) const;
     // Packs the sequences into a layout of `rows` tokens, s sequences (>= the real ones) and l logits rows.
     const ForwardBatch& pack(std::span<const RunnerSequence> sequences, int64_t rows, int64_t s, int64_t l);
+    void clear_last_build();
 
     BatchLimits limits_;
     int64_t block_size_;
     RotaryLayout rotary_;
     Tensor buffer_;
     ForwardBatch batch_;
-    size_t used_bytes_ = 0;
+    Written written_;
 };
 
 }  // namespace taco

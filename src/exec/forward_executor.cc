@@ -7,7 +7,10 @@
 #include "core/check.h"
 #include "kernels/ops.h"
 #ifdef TACO_WITH_CUDA
+#include <cstdlib>
+
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/graph.h"
 #include "kernels/cuda/stream_event.h"
 #endif
@@ -19,6 +22,9 @@ struct ForwardExecutor::Cuda {
     std::unique_ptr<cuda::DeviceStream> stream;
     std::array<std::unique_ptr<cuda::Event>, 2> uploaded;  // recorded after the upload of builders_[i]
     Tensor batch;                                          // [capacity bytes] u8: the uploaded ForwardBatch
+    // The block-table rectangle the last upload wrote (ForwardBatchBuilder::Written): outside it the device table is
+    // zero, or not yet written at all before the first upload, which therefore covers the whole table.
+    int64_t table_rows = 0, table_cols = 0;
     // The decode graphs by bucket, all captured over the cache whose first K tensor is at graph_kv (a graph keeps
     // the addresses it was captured with: the batch buffer, the workspace, the logits buffer, the cache).
     std::map<int64_t, std::unique_ptr<cuda::CudaGraph>> graphs;
@@ -110,6 +116,8 @@ ForwardExecutor::ForwardExecutor(Decoder& decoder, const ExecutorOptions& option
     for (int i = 0; i < 2; ++i) builders_.emplace_back(limits, options.block_size, rotary, MemoryKind::kPinnedHost);
     const int64_t batch_bytes[1] = {int64_t(builders_[0].capacity_bytes())};
     cuda_->batch = Tensor::empty(std::span<const int64_t>(batch_bytes, 1), DType::kU8, MemoryKind::kDevice);
+    cuda_->table_rows = limits.max_num_sequences;
+    cuda_->table_cols = limits.max_blocks_per_seq;
     ctx_ = cuda_->stream->context(&workspace_);
     logits_ = Tensor::empty({options.max_num_sequences, vocab}, DType::kF32, Device::kCuda);
     host_rows_ = Tensor::empty_pinned({options.max_num_sequences, vocab}, DType::kF32);
@@ -158,11 +166,33 @@ ForwardBatch ForwardExecutor::stage(std::span<const RunnerSequence> sequences, i
     next_builder_ = (next_builder_ + 1) % builders_.size();
     ForwardBatchBuilder& builder = builders_[i];
     cuda_->uploaded[i]->synchronize();  // the last upload from this pinned buffer has read it
-    build(builder);
-    const std::span<const uint8_t> bytes = builder.used_bytes();
-    const TensorView src(const_cast<uint8_t*>(bytes.data()), DType::kU8, {int64_t(bytes.size())}, Device::kCpu);
-    const TensorView dst = cuda_->batch.view().rows(0, int64_t(bytes.size()));
-    ops::copy(ctx_, src, dst);
+    const ForwardBatch& host = build(builder);
+    const ForwardBatchBuilder::Written& w = builder.written();
+    const TensorView& staged = builder.buffer();
+    const TensorView& device = cuda_->batch.view();
+    // The arrays: one copy.
+    const auto arrays = [&](const TensorView& buffer) {
+        return buffer.rows(int64_t(w.arrays_offset), int64_t(w.arrays_offset + w.arrays_bytes));
+    };
+    ops::copy(ctx_, arrays(staged), arrays(device));
+    // The block table. By default the step's rows whole (a 128k-token model's 256 rows are 8 MB); with
+    // TACO_CUDA_BATCH_TABLE_RECT=1 only the rectangle of this build's entries and of the last upload's (which this
+    // copy's zeros clear), so that outside the rectangle the device table stays zero.
+    static const bool rect = cuda::env_opt_in("TACO_CUDA_BATCH_TABLE_RECT", std::getenv("TACO_CUDA_BATCH_TABLE_RECT"),
+                                              "uploading only the written rectangle of the block table");
+    const int64_t width = builder.limits().max_blocks_per_seq;
+    const int64_t rows = rect ? std::max(w.table_rows, cuda_->table_rows) : host.num_sequences;
+    const int64_t cols = rect ? std::max(w.table_cols, cuda_->table_cols) : width;
+    if (rows > 0 && cols > 0) {
+        const auto table = [&](const TensorView& buffer) {
+            return TensorView(buffer.data, DType::kI32, {rows, width}, buffer.device).slice(1, 0, cols);
+        };
+        ops::copy(ctx_, table(staged), table(device));
+    }
+    if (rect) {
+        cuda_->table_rows = w.table_rows;
+        cuda_->table_cols = w.table_cols;
+    }
     cuda_->uploaded[i]->record(ctx_.stream);
     return builder.rebased(cuda_->batch.view().data, Device::kCuda);
 #else

@@ -7,8 +7,9 @@
 // in place; logits are host memory.
 // CUDA: the executor owns the compute stream (cuda::DeviceStream: stream, cuBLASLt handle, GEMM workspace);
 // activations are in the decoder's weight dtype in a device workspace; logits are f32 in device memory. A step's
-// ForwardBatch is built on the host in a pinned buffer and uploaded with ONE copy of its used prefix into one
-// device buffer, and the decoder reads the builder's rebased() device views. Two pinned buffers alternate: before
+// ForwardBatch is built on the host in a pinned buffer and uploaded into one device buffer with two copies (its
+// arrays, and its block table's rows: ForwardBatchBuilder::Written), and the decoder reads the builder's rebased()
+// device views. Two pinned buffers alternate: before
 // a build overwrites one, the host waits for the event recorded after that buffer's last upload (two steps back,
 // long done), so the host may build step N + 1 while the GPU still runs step N. The device buffer needs no such
 // wait: every upload and the forward pass that reads it are queued on the compute stream, so an upload starts only

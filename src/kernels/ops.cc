@@ -122,7 +122,12 @@ void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) {
     TACO_CHECK_MSG(src.dtype == dst.dtype && src.numel() == dst.numel(), "copy: {} {} into {} {}",
                    dtype_name(src.dtype), src.shape_string(), dtype_name(dst.dtype), dst.shape_string());
-    TACO_CHECK_MSG(src.is_contiguous() && dst.is_contiguous(), "copy: operands must be contiguous");
+    // Contiguous, or both [rows, cols] with contiguous rows of the same shape (a rectangle of a wider matrix).
+    const bool rows_contiguous = src.ndim == 2 && dst.ndim == 2 && src.shape == dst.shape && src.strides[1] == 1 &&
+                                 dst.strides[1] == 1 && src.strides[0] >= src.shape[1] &&
+                                 dst.strides[0] >= dst.shape[1];
+    TACO_CHECK_MSG((src.is_contiguous() && dst.is_contiguous()) || rows_contiguous,
+                   "copy: operands must be contiguous, or 2-D with contiguous rows of one shape");
     if (ctx.device == Device::kCpu)
         TACO_CHECK_MSG(src.device == Device::kCpu && dst.device == Device::kCpu, "copy: device memory on the cpu");
     if (runs(ctx, "copy")) TACO_DISPATCH(ctx, copy, ctx, src, dst);

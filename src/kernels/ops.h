@@ -46,8 +46,9 @@ void embedding(const ExecContext& ctx, const TensorView& ids, const TensorView& 
 // out[r, :] = src[indices[r], :].  src: [T, H]; indices: [R] i32 in [0, T); out: [R, H], src's dtype.
 void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView& indices, const TensorView& out);
 
-// dst = src: same dtype and element count, both contiguous. On the CPU both are host memory; on CUDA any mix of
-// host and device memory (an asynchronous copy on ctx.stream).
+// dst = src: same dtype and element count, both contiguous, or both [rows, cols] with contiguous rows (a rectangle
+// of wider matrices: ForwardExecutor's block-table upload). On the CPU both are host memory; on CUDA any mix of host
+// and device memory (an asynchronous copy on ctx.stream).
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst);
 
 // out = x / sqrt(mean(x^2) + eps) * (weight + weight_offset), per row.  x, out: [T, H] act; weight: [H] f32.

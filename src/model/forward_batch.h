@@ -2,7 +2,7 @@
 // fills once per step (ARCHITECTURE.md, "ForwardBatch"). Tokens of several sequences are flattened; each
 // sequence's new tokens are contiguous. Prefill, chunked prefill, prefix hits and decode are all the same shape of
 // input. Rows past the real tokens are padding: token id 0, position 0, slot -1 (the KV write skips it). The same
-// step shape always gets the same addresses, and on a GPU the buffer is uploaded with one copy.
+// step shape always gets the same addresses, and on a GPU what a step wrote is uploaded with two copies.
 #pragma once
 
 #include <cstdint>

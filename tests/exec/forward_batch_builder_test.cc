@@ -1,6 +1,6 @@
 // ForwardBatchBuilder: the packed, padded batch arrays (slot -1 for padding, block tables [S, max_blocks]),
-// LongRoPE's per-token table offsets from each sequence's whole length, the same addresses for the same shape,
-// and one contiguous used prefix.
+// LongRoPE's per-token table offsets from each sequence's whole length, the same addresses for the same shape, and
+// what a build writes (the arrays and a rectangle of the table) and clears (what the build before wrote).
 #include "exec/forward_batch_builder.h"
 
 #include <gmock/gmock.h>
@@ -71,12 +71,13 @@ TEST(ForwardBatchBuilder, ADecodeBucketHasTheBucketsShapeWithEmptyPaddingSequenc
     // Launch shapes from the bucket alone: one query row, the longest sequence the tables allow.
     EXPECT_EQ(batch.attention.max_query_len, 1);
     EXPECT_EQ(batch.attention.max_seq_len, 16);
-    // The same bucket has the same bytes layout whatever the number of sequences (one copy of the same size).
-    const size_t bytes = builder.used_bytes().size();
+    // The same bucket has the same arrays whatever the number of sequences (one copy of the same size).
+    const size_t bytes = builder.written().arrays_bytes;
     builder.build_decode_bucket(std::span<const RunnerSequence>(seqs, 1), 4);
-    EXPECT_EQ(builder.used_bytes().size(), bytes);
+    EXPECT_EQ(builder.written().arrays_bytes, bytes);
     builder.build_decode_bucket({}, 4);  // all padding (graph capture)
-    EXPECT_EQ(builder.used_bytes().size(), bytes);
+    EXPECT_EQ(builder.written().arrays_bytes, bytes);
+    EXPECT_EQ(builder.written().table_rows, 0);
     EXPECT_EQ(at(builder.build_decode_bucket({}, 4).attention.query_start), (std::vector<int32_t>(5, 0)));
 }
 
@@ -96,24 +97,62 @@ TEST(ForwardBatchBuilderDeathTest, ADecodeBucketTakesOnlyOneTokenWithLogitsPerSe
                  ::testing::HasSubstr("decode bucket of 2 rows for 3 sequences"));
 }
 
-TEST(ForwardBatchBuilder, SameShapeGetsSameAddressesAndTheUsedBytesAreOnePrefix) {
+TEST(ForwardBatchBuilder, SameShapeGetsSameAddressesAndWrittenSaysWhatTheBuildWrote) {
     ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
-    const std::vector<int32_t> x = {1, 2, 3}, y = {7, 8, 9}, table = {0};
+    const std::vector<int32_t> x = {1, 2, 3}, y = {7, 8, 9}, table = {0}, long_table = {5, 6, 7};
     const RunnerSequence first[] = {{x, 0, 3, table, true}};
-    const RunnerSequence second[] = {{y, 0, 3, table, true}};
+    const RunnerSequence second[] = {{y, 0, 3, table, true}, {x, 0, 3, long_table, true}};
     const ForwardBatch a = builder.build(first);
+    const ForwardBatch a_again = builder.build(first);
+    EXPECT_EQ(a.token_ids.data, a_again.token_ids.data);
     const ForwardBatch b = builder.build(second);
-    EXPECT_EQ(a.token_ids.data, b.token_ids.data);
+    // The block table first, at the buffer's start whatever the shape; the arrays after its area, in one range.
+    const auto* base = static_cast<const uint8_t*>(builder.buffer().data);
     EXPECT_EQ(a.attention.block_tables.data, b.attention.block_tables.data);
-    const auto used = builder.used_bytes();
-    const auto* end = static_cast<const uint8_t*>(b.attention.block_tables.data) + b.attention.block_tables.nbytes();
-    EXPECT_LE(end, used.data() + used.size());
-    EXPECT_EQ(static_cast<const uint8_t*>(b.token_ids.data), used.data());
+    EXPECT_EQ(static_cast<const uint8_t*>(b.attention.block_tables.data), base);
+    const ForwardBatchBuilder::Written& w = builder.written();
+    EXPECT_EQ(w.table_rows, 2);
+    EXPECT_EQ(w.table_cols, 3);
+    EXPECT_EQ(static_cast<const uint8_t*>(b.token_ids.data), base + w.arrays_offset);
+    const auto* end = static_cast<const uint8_t*>(b.logits_indices.data) + b.logits_indices.nbytes();
+    EXPECT_LE(end, base + w.arrays_offset + w.arrays_bytes);
     // Rebased onto another buffer, every array keeps its offset.
-    std::vector<uint8_t> device(used.size());
+    std::vector<uint8_t> device(builder.capacity_bytes());
     const ForwardBatch r = builder.rebased(device.data(), Device::kCpu);
     EXPECT_EQ(static_cast<uint8_t*>(r.slot_mapping.data) - device.data(),
-              static_cast<const uint8_t*>(b.slot_mapping.data) - used.data());
+              static_cast<const uint8_t*>(b.slot_mapping.data) - base);
+}
+
+// A build clears what the one before wrote, and only that: after any sequence of builds the buffer holds exactly
+// what a fresh builder's holds after the last one (zeros everywhere else: unused table entries are 0).
+TEST(ForwardBatchBuilder, EachBuildLeavesTheBufferAsAFreshBuilderWould) {
+    const std::vector<int32_t> t1 = {1, 2, 3, 4, 5, 6, 7, 8, 9}, t2 = {4, 5};
+    const std::vector<int32_t> wide = {9, 8, 7, 6}, narrow = {3}, mid = {1, 2};
+    const RunnerSequence big[] = {{t1, 0, 9, wide, true}, {t1, 6, 3, wide, true}, {t2, 0, 2, mid, true}};
+    const RunnerSequence small[] = {{t2, 1, 1, narrow, true}};
+    const RunnerSequence decode[] = {{t1, 8, 1, wide, true}, {t2, 1, 1, mid, true}};
+    ForwardBatchBuilder builder(limits(), 4, RotaryLayout{});
+    const auto bytes = [](const ForwardBatchBuilder& b) {
+        const auto* p = static_cast<const uint8_t*>(b.buffer().data);
+        return std::vector<uint8_t>(p, p + b.capacity_bytes());
+    };
+    const auto fresh = [&](auto&& build) {
+        ForwardBatchBuilder other(limits(), 4, RotaryLayout{});
+        build(other);
+        return bytes(other);
+    };
+    builder.build(big, 16);
+    builder.build(small);
+    EXPECT_EQ(bytes(builder), fresh([&](ForwardBatchBuilder& b) { b.build(small); }));
+    builder.build_decode_bucket(decode, 4);
+    EXPECT_EQ(bytes(builder), fresh([&](ForwardBatchBuilder& b) { b.build_decode_bucket(decode, 4); }));
+    builder.build_shape(32, 4, 32);
+    EXPECT_EQ(bytes(builder), fresh([&](ForwardBatchBuilder& b) { b.build_shape(32, 4, 32); }));
+    builder.build(big);
+    builder.build(small, 3);
+    EXPECT_EQ(bytes(builder), fresh([&](ForwardBatchBuilder& b) { b.build(small, 3); }));
+    EXPECT_EQ(builder.written().table_rows, 1);
+    EXPECT_EQ(builder.written().table_cols, 1);
 }
 
 TEST(ForwardBatchBuilder, LongRopeOffsetsFollowEachSequencesWholeLength) {

@@ -139,6 +139,20 @@ CaseGroup copy_group() {
                                ops::copy(r.ctx(), r.device(r.host_i32({6}, values)), dst);
                                r.expect_equal("dst", r.read_i32(dst), values);
                            }});
+    group.cases.push_back({"rectangle_of_rows", [](ParityRun& r) {
+                               // Rows [0, 3) x columns [0, 6) of a [4, 10] host table into the same place of a
+                               // device one (ForwardExecutor's block-table upload); the rest stays as it was.
+                               std::vector<int32_t> values(40), want(40, 0);
+                               for (int i = 0; i < 40; ++i) values[size_t(i)] = i + 1;
+                               for (int row = 0; row < 3; ++row)
+                                   for (int col = 0; col < 6; ++col) want[size_t(row * 10 + col)] = row * 10 + col + 1;
+                               TensorView dst = r.device_output({4, 10}, DType::kI32);
+                               ops::copy(r.ctx(), r.device(r.host_i32({40}, std::vector<int32_t>(40, 0))),
+                                         dst.reshape({40}));
+                               const TensorView src = r.host_i32({4, 10}, values);
+                               ops::copy(r.ctx(), src.rows(0, 3).slice(1, 0, 6), dst.rows(0, 3).slice(1, 0, 6));
+                               r.expect_equal("dst", r.read_i32(dst), want);
+                           }});
     return group;
 }
 

@@ -56,7 +56,18 @@ void gather_rows(const ExecContext& ctx, const TensorView& src, const TensorView
 }
 
 void copy(const ExecContext& ctx, const TensorView& src, const TensorView& dst) {
-    if (src.data != dst.data) std::memcpy(dst.data, src.data, src.nbytes());
+    if (src.data == dst.data) return;
+    if (src.is_contiguous() && dst.is_contiguous()) {
+        std::memcpy(dst.data, src.data, src.nbytes());
+        return;
+    }
+    // Rows of a rectangle (ops.cc checked the shapes and strides).
+    const size_t row_bytes = size_t(src.shape[1]) * dtype_size_bytes(src.dtype);
+    const size_t src_pitch = size_t(src.strides[0]) * dtype_size_bytes(src.dtype);
+    const size_t dst_pitch = size_t(dst.strides[0]) * dtype_size_bytes(dst.dtype);
+    for (int64_t r = 0; r < src.shape[0]; ++r)
+        std::memcpy(static_cast<char*>(dst.data) + size_t(r) * dst_pitch,
+                    static_cast<const char*>(src.data) + size_t(r) * src_pitch, row_bytes);
 }
 
 void rms_norm(const ExecContext& ctx, const TensorView& x, const TensorView& weight, float eps, float weight_offset,
