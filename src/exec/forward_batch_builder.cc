@@ -141,7 +141,6 @@ const ForwardBatch& ForwardBatchBuilder::pack(std::span<const RunnerSequence> se
         seq_lens[i] = int32_t(end);
         const int64_t copied = std::min<int64_t>(int64_t(seq.block_table.size()), width);
         std::copy_n(seq.block_table.data(), copied, tables + i * width);
-        written_.table_rows = i + 1;
         written_.table_cols = std::max(written_.table_cols, copied);
         const int64_t length = std::max(seq.max_length, end);
         const int32_t offset =
@@ -158,6 +157,7 @@ const ForwardBatch& ForwardBatchBuilder::pack(std::span<const RunnerSequence> se
         batch_.attention.max_seq_len = std::max(batch_.attention.max_seq_len, int32_t(end));
     }
     query_start[real] = int32_t(row);
+    written_.table_rows = real;                 // the padding sequences' rows stay zero
     for (; row < rows; ++row) slots[row] = -1;  // padding: ids and positions stay 0
     return batch_;
 }

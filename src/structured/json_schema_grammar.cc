@@ -339,9 +339,7 @@ private:
         const Fragment more = b_.seq(b_.seq(b_.seq(*w1, b_.literal(",")), *w2), *next);
         std::optional<int64_t> more_max;
         if (max_members) more_max = *max_members - 1;
-        Result<Fragment> tail = !max_members && min_members <= 1
-                                    ? Result<Fragment>(b_.star(more))
-                                    : b_.repeat(more, std::max<int64_t>(0, min_members - 1), more_max);
+        auto tail = b_.repeat(more, std::max<int64_t>(0, min_members - 1), more_max);
         if (!tail) return tail.status();
         const Fragment inner = b_.seq(*first, *tail);
         return b_.seq(b_.seq(open, min_members > 0 ? inner : b_.optional(inner)), close);

@@ -238,7 +238,7 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
             const float ai = __shfl_sync(kFullWarp, a, i), bi = __shfl_sync(kFullWarp, b, i);
             const float li = __shfl_sync(kFullWarp, l, i);
             if (__shfl_sync(kFullWarp, skip, i)) continue;
-            L = __fadd_rn(__fmul_rn(L, ai), __fmul_rn(li, bi));
+            L = merged_value(L, ai, li, bi);
             O = merged_value(O, ai, o[i], bi);
         }
         M = __shfl_sync(kFullWarp, after, n - 1);

@@ -85,17 +85,18 @@ __device__ __forceinline__ void merge_scales_between(float M, float merged, floa
     b = expf(m - merged);
 }
 
+// A running sum (O, or the softmax denominator L) scaled by a, with a partition's value scaled by b.
+__device__ __forceinline__ float merged_value(float O, float a, float o, float b) {
+    return __fadd_rn(__fmul_rn(O, a), __fmul_rn(o, b));
+}
+
 // Merges a partition's state (m, l) into the running one (M, L): the scales a of the old and b of the new state.
 // The one merge of both kernels: the same operations in the same order, so split and unsplit agree bit for bit.
 __device__ __forceinline__ void merge_scales(float& M, float& L, float m, float l, float& a, float& b) {
     const float merged = fmaxf(M, m);
     merge_scales_between(M, merged, m, a, b);
-    L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
+    L = merged_value(L, a, l, b);
     M = merged;
-}
-
-__device__ __forceinline__ float merged_value(float O, float a, float o, float b) {
-    return __fadd_rn(__fmul_rn(O, a), __fmul_rn(o, b));
 }
 
 // Offsets in key_offset beyond a real (slot, kv head) row: past the keys the CTA needs, and a block id outside the
