@@ -31,7 +31,7 @@ bin=$work/build/bin
 if [ "$phase" = build ]; then
   step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
   step llama_build 540 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
   strip "$bin/llama-bench" "$bin/llama-batched-bench" "$bin"/*.so*
   (cd "$work/build" && tar -cf - bin/llama-bench bin/llama-batched-bench bin/*.so*) | xz -6 -T0 |

@@ -433,7 +433,8 @@ TEST_F(CudaPagedAttention, HalfPrecisionMatchesTheCpuBackendOnBothKernels) {
 
 // cuDNN's fused attention (cudnn_attention.h) for prefill steps: within the same bounds of the CPU backend as our
 // tensor-core kernel, on chunks from position 0, chunks over a cached prefix (bottom-right causal), a decode row
-// beside them, GQA groups of 4 and of 1, and padding rows left alone. Skipped where cuDNN is not loadable, unless
+// beside them, GQA groups of 4 and of 1, and padding rows left alone; with 1, 2, 3 and 5 sequences (plans are built
+// for a power of two of them, the rest sequences of no query and no keys). Skipped where cuDNN is not loadable, unless
 // TACO_REQUIRE_CUDNN=1 (the device round trip sets it where it finds cuDNN).
 TEST_F(CudaPagedAttention, CudnnAttentionMatchesTheCpuBackend) {
     if (const std::string why = cuda::cudnn_attention_unavailable(); !why.empty()) {
@@ -450,6 +451,7 @@ TEST_F(CudaPagedAttention, CudnnAttentionMatchesTheCpuBackend) {
         {{8, 2, 64, 16}, {{200, 40}, {0, 257}, {99, 1}}},
         {{32, 8, 128, 16}, {{1000, 64}, {0, 130}, {1500, 1}}},
         {{4, 4, 128, 32}, {{0, 600}, {700, 90}}},
+        {{32, 8, 128, 16}, {{0, 260}, {40, 1}, {300, 300}, {0, 16}, {1000, 2}}},
     };
     for (DType dtype : {DType::kBF16, DType::kF16}) {
         for (const Case& c : cases) {

@@ -25,7 +25,7 @@ namespace {
 // Everything a plan depends on (the graph's dims and strides; pointers and lengths are run-time inputs).
 struct SdpaKey {
     int device = 0;
-    int64_t b = 0, s_q = 0;                                  // sequences, query-length bucket
+    int64_t b = 0, s_q = 0;                                  // sequence-count bucket, query-length bucket
     int64_t h = 0, h_kv = 0, d = 0;                          // heads, kv heads, head dim
     int64_t num_blocks = 0, block_size = 0, max_blocks = 0;  // the cache and the block tables' width
     cudnnDataType_t dtype = CUDNN_DATA_BFLOAT16;
@@ -59,10 +59,16 @@ struct SdpaPlan {
     std::vector<CudnnDesc> descs;
     CudnnDesc plan;
     int64_t workspace_bytes = 0;
-    void* workspace = nullptr;  // device: the plan's workspace, then seq_len_q [b] and ragged offsets [b + 1]
-    int32_t* seq_len_q = nullptr;
+    // Device: the plan's workspace, then its per-step inputs for its b (a bucket: the step's sequences, then rows of
+    // no query and no keys): ragged offsets [b + 1] in int64 and int32, seq_len_q and seq_len_kv [b], and the page
+    // table [b, max_blocks] a step of fewer sequences copies its rows into (the rows past them hold block ids some
+    // step wrote, or 0: ids of the cache, never read for a sequence of no keys).
+    void* workspace = nullptr;
     int64_t* ragged = nullptr;      // the offsets in int64 ...
     int32_t* ragged_i32 = nullptr;  // ... and in int32 (the variant says which it reads)
+    int32_t* seq_len_q = nullptr;
+    int32_t* seq_len_kv = nullptr;
+    int32_t* page_table = nullptr;
     double build_ms = 0;
 
     ~SdpaPlan() {
@@ -418,7 +424,8 @@ SdpaKey key_of(int64_t b, int64_t s_q, int64_t heads, int64_t kv_heads, int64_t 
 
 // The plan of the first of cudnn_attention_variants() cuDNN has an engine for, with its device buffers; nullptr with
 // each form's failure in `why`.
-std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, std::string& why) {
+std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, cudaStream_t stream,
+                                     std::string& why) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<SdpaPlan> plan;
     std::string failures;
@@ -435,18 +442,27 @@ std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, 
         why = failures;
         return nullptr;
     }
-    // The workspace, then the ragged offsets in int64 [b + 1], in int32 [b + 1] and seq_len_q [b].
-    const size_t ws = (size_t(plan->workspace_bytes) + 255) / 256 * 256;
-    const size_t bytes = ws + size_t(key.b + 1) * 8 + size_t(key.b + 1) * 4 + size_t(key.b) * 4;
+    // The workspace, then the per-step inputs (SdpaPlan::workspace), each 16-byte aligned.
+    const auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+    const size_t b = size_t(key.b), ws = aligned(size_t(plan->workspace_bytes));
+    const size_t ragged_bytes = aligned((b + 1) * 8), ragged_i32_bytes = aligned((b + 1) * 4),
+                 lens_bytes = aligned(b * 4);
+    const size_t table_bytes = b * size_t(key.max_blocks) * 4;
+    const size_t bytes = ws + ragged_bytes + ragged_i32_bytes + 2 * lens_bytes + table_bytes;
     if (cudaMalloc(&plan->workspace, bytes) != cudaSuccess) {
         cudaGetLastError();
         plan->workspace = nullptr;
         why = fmt::format("no device memory for its {} bytes of workspace", bytes);
         return nullptr;
     }
-    plan->ragged = reinterpret_cast<int64_t*>(static_cast<char*>(plan->workspace) + ws);
-    plan->ragged_i32 = reinterpret_cast<int32_t*>(plan->ragged + key.b + 1);
-    plan->seq_len_q = plan->ragged_i32 + key.b + 1;
+    char* at = static_cast<char*>(plan->workspace) + ws;
+    plan->ragged = reinterpret_cast<int64_t*>(at);
+    plan->ragged_i32 = reinterpret_cast<int32_t*>(at += ragged_bytes);
+    plan->seq_len_q = reinterpret_cast<int32_t*>(at += ragged_i32_bytes);
+    plan->seq_len_kv = reinterpret_cast<int32_t*>(at += lens_bytes);
+    plan->page_table = reinterpret_cast<int32_t*>(at += lens_bytes);
+    // Block 0 in every row a step has not written (the padding sequences' rows are never read: they have no keys).
+    TACO_CUDA_CHECK(cudaMemsetAsync(plan->page_table, 0, table_bytes, stream));
     plan->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return plan;
 }
@@ -524,6 +540,12 @@ int64_t cudnn_attention_query_bucket(int64_t max_query_len) {
     return bucket;
 }
 
+int64_t cudnn_attention_batch_bucket(int64_t num_seqs) {
+    int64_t bucket = 1;
+    while (bucket < num_seqs) bucket *= 2;
+    return bucket;
+}
+
 std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, const TensorView& k_cache,
                                   const TensorView& v_cache, const ops::AttentionMetadata& batch,
                                   const ops::AttentionParams& params, const TensorView& out) {
@@ -540,9 +562,10 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     for (const TensorView* t : {&q, &out, &k_cache, &v_cache})
         if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "cuDNN attention needs 16-byte aligned operands";
 
+    const int64_t num_seqs = batch.seq_lens.shape[0];
     const SdpaKey key =
-        key_of(batch.seq_lens.shape[0], cudnn_attention_query_bucket(batch.max_query_len), q.shape[1], k_cache.shape[2],
-               d, k_cache.shape[0], k_cache.shape[1], batch.block_tables.shape[1], q.dtype);
+        key_of(cudnn_attention_batch_bucket(num_seqs), cudnn_attention_query_bucket(batch.max_query_len), q.shape[1],
+               k_cache.shape[2], d, k_cache.shape[0], k_cache.shape[1], batch.block_tables.shape[1], q.dtype);
 
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
@@ -555,7 +578,7 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
 
     auto plan_it = st.plans.find(key);
     if (plan_it == st.plans.end()) {
-        std::unique_ptr<SdpaPlan> plan = build_plan(*api, handle, key, why);
+        std::unique_ptr<SdpaPlan> plan = build_plan(*api, handle, key, stream, why);
         if (plan == nullptr) {
             why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}",
                               key.b, key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
@@ -571,25 +594,24 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     if (!plan.variant.ragged_i64 && q.shape[0] * key.h * key.d > std::numeric_limits<int32_t>::max())
         return fmt::format("cuDNN attention: {} query rows overflow its plan's int32 offsets", q.shape[0]);
 
-    launch_cudnn_attention_prep(static_cast<const int32_t*>(batch.query_start.data), key.b, key.h * key.d,
-                                plan.seq_len_q, plan.ragged, plan.ragged_i32, stream);
+    launch_cudnn_attention_prep(static_cast<const int32_t*>(batch.query_start.data),
+                                static_cast<const int32_t*>(batch.seq_lens.data), num_seqs, key.b, key.h * key.d,
+                                plan.seq_len_q, plan.seq_len_kv, plan.ragged, plan.ragged_i32, stream);
+    // The page table: the step's own where it has the bucket's rows, else its rows copied into the plan's.
+    void* page_table = batch.block_tables.data;
+    if (num_seqs < key.b) {
+        TACO_CUDA_CHECK(cudaMemcpyAsync(plan.page_table, batch.block_tables.data,
+                                        size_t(num_seqs) * size_t(key.max_blocks) * 4, cudaMemcpyDeviceToDevice,
+                                        stream));
+        page_table = plan.page_table;
+    }
     void* ragged = plan.variant.ragged_i64 ? static_cast<void*>(plan.ragged) : static_cast<void*>(plan.ragged_i32);
     float scale = params.scale;
     float neg_inf = -std::numeric_limits<float>::infinity();
     const int64_t uids[] = {kQ,          kK,          kV,       kO,       kSeqLenQ, kSeqLenKv,
                             kPageTableK, kPageTableV, kRaggedQ, kRaggedO, kScale,   kNegInf};
-    void* pointers[] = {q.data,
-                        k_cache.data,
-                        v_cache.data,
-                        out.data,
-                        plan.seq_len_q,
-                        batch.seq_lens.data,
-                        batch.block_tables.data,
-                        batch.block_tables.data,
-                        ragged,
-                        ragged,
-                        &scale,
-                        &neg_inf};
+    void* pointers[] = {q.data,     k_cache.data, v_cache.data, out.data, plan.seq_len_q, plan.seq_len_kv,
+                        page_table, page_table,   ragged,       ragged,   &scale,         &neg_inf};
     CudnnError err;
     CudnnDesc pack(*api, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack", err);
     void* workspace = plan.workspace;

@@ -10,15 +10,17 @@
 //   K and V: the cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d] with
 //            strides, the page table our block_tables [b, max_blocks] (s_kv = max_blocks * block_size).
 //   GQA: K and V have h_kv heads, cuDNN broadcasts them over the h / h_kv heads of a group.
-// A plan is built once per (b, s_q bucket, cache shape, heads, dtype, device) and kept (the first build of a shape
-// takes cuDNN's heuristics and may compile: tens of milliseconds or more); the sequence lengths, page tables and
-// offsets are device tensors read at run time, so a plan serves every step of its shape.
+// A plan is built once per (b bucket, s_q bucket, cache shape, heads, dtype, device) and kept (the first build of a
+// shape takes cuDNN's heuristics and may compile: 50-90 ms on an H100); the sequence lengths, page tables and offsets
+// are device tensors read at run time, so a plan serves every step of its buckets.
 //
 // State: on its first run (an H100 with PyTorch's cuDNN, bench/results/h100-2026-12-07) the graph built and no engine
 // took it; on the next (the same kind of machine, bench/results/h100-2026-12-07b) cuda_attention_bench's
 // BM_CudnnGraphProbe found an engine for every form, the op's own first among them, and the op's prefill ran 192 / 490
-// / 549 TFLOP/s at 1k / 8k / 32k tokens against our kernel's 54 / 112 / 124. Still opt-in
-// (TACO_CUDA_CUDNN_ATTENTION=1) until the goldens have run with it on.
+// / 549 TFLOP/s at 1k / 8k / 32k tokens against our kernel's 54 / 112 / 124. With it on
+// (bench/results/h100-2026-12-07c) every CUDA golden, graph and executor test passed, and the 32k prompt's TTFT
+// went 3.16 -> 1.29 s, the 1024-token prompt's 27.9 -> 24.0 ms; so it is on by default (TACO_CUDA_CUDNN_ATTENTION=0
+// turns it off).
 //
 // Bits: cuDNN's kernel sums in its own order, so a row's result differs in its last bits from our kernels' (which
 // agree with each other bit for bit). ARCHITECTURE.md "Attention" says where each runs.
@@ -71,5 +73,9 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
 
 // The query-length bucket a step's plan is built for: max_query_len rounded up to a power of two, at least 64.
 int64_t cudnn_attention_query_bucket(int64_t max_query_len);
+// The sequence-count bucket a step's plan is built for: its sequences rounded up to a power of two. The rows past
+// them have no query and no keys. Without it every count of sequences was a plan of its own, built (tens of
+// milliseconds) in the first step with that count: bench batch's TTFT at 2 sequences 57 -> 99 ms on an H100.
+int64_t cudnn_attention_batch_bucket(int64_t num_seqs);
 
 }  // namespace taco::cuda

@@ -39,7 +39,7 @@ bool decode_attention_enabled() {
 }
 
 bool cudnn_attention_enabled() {
-    static const bool enabled = env_opt_in("TACO_CUDA_CUDNN_ATTENTION", std::getenv("TACO_CUDA_CUDNN_ATTENTION"),
+    static const bool enabled = env_switch("TACO_CUDA_CUDNN_ATTENTION", std::getenv("TACO_CUDA_CUDNN_ATTENTION"),
                                            "cuDNN's fused attention for long prefill steps");
     return enabled;
 }

@@ -51,19 +51,20 @@ enum class AttentionKernel {
                  // cannot run (benchmarks and the cross-check)
 };
 
-// With TACO_CUDA_CUDNN_ATTENTION=1, kAuto runs steps whose longest query chunk has at least this many tokens on
+// Unless TACO_CUDA_CUDNN_ATTENTION=0, kAuto runs steps whose longest query chunk has at least this many tokens on
 // cuDNN's fused attention (cudnn_attention.h) where it is loaded and has an engine for the shape, the rest (and every
-// step where it has none) on our kernels. Opt-in while it is measured: on an H100 with PyTorch's cuDNN the graph
-// found no engine (bench/results/h100-2026-12-07). cuDNN sums in its own order, so such a step's rows differ from our
-// kernels' in their last bits; ours do not depend on the batch or chunking.
+// step where it has none) on our kernels. It is 3.5-4.4x our prefill kernel at 1k-32k tokens on an H100
+// (bench/results/h100-2026-12-07b). cuDNN sums in its own order, so such a step's rows (a decode row beside a long
+// chunk included) differ from our kernels' in their last bits; ours do not depend on the batch or chunking, so with
+// TACO_CUDA_CUDNN_ATTENTION=0 a row's bits do not depend on the step it is in.
 constexpr int32_t kCudnnAttentionMinQueryLen = 256;
 
 // TACO_CUDA_DECODE_ATTENTION (env_switch.h), read once: unset or 1, kAuto runs decode steps on the decode kernel
 // (paged_attention_decode.cu); 0, every decode step on the general
 // tensor-core kernel (the decode kernel's before/after in one run; a row has the same bits either way).
 bool decode_attention_enabled();
-// TACO_CUDA_CUDNN_ATTENTION, read once (env_opt_in): 1, kAuto runs long prefill steps on cuDNN
-// (kCudnnAttentionMinQueryLen); unset or 0, never.
+// TACO_CUDA_CUDNN_ATTENTION, read once (env_switch): unset or 1, kAuto runs long prefill steps on cuDNN
+// (kCudnnAttentionMinQueryLen) where it runs; 0, never.
 bool cudnn_attention_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
