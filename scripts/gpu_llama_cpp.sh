@@ -5,7 +5,8 @@
 #                                    libraries, stripped) from the public snapshot carried as
 #                                    .device/llama_cpp_src.tar.xz, and leaves them in $OUT as
 #                                    llama_cpp_bin.tar.xz.part-* (under 16 MiB each, what comes back from a call); keep
-#                                    those in .device/ for every later session.
+#                                    those in .device/ for every later session (or make them here, with no
+#                                    device time: scripts/llama_cpp_local_build.sh).
 #   scripts/gpu_llama_cpp.sh bench   (carrying .device/bundle.tar.xz, .device/llama_cpp_convert.tar.xz and the
 #                                    parts: with the tree, 64 MiB at most, so the parts may take about 14 MB) writes the
 #                                    random checkpoint (tools/make_random_checkpoint.py) with Llama 3's tokenizer,
@@ -44,7 +45,7 @@ if [ ! -x "$bin/llama-bench" ]; then
   mkdir -p "$work/build"
   cat .device/llama_cpp_bin.tar.xz.part-* | xz -dc | tar -C "$work/build" -xf - || exit 1
 fi
-export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
+export LD_LIBRARY_PATH="$bin:$bin/deps:$LD_LIBRARY_PATH"  # deps/: scripts/llama_cpp_local_build.sh's
 ckpt=/tmp/llama-3.1-8b-random
 [ -f "$ckpt/model.safetensors.index.json" ] ||
   step checkpoint 150 python3 tools/make_random_checkpoint.py bench/models/llama-3.1-8b "$ckpt"
