@@ -3,10 +3,11 @@
 # 1.5 hours at nice 19 on 2 cores) from .device/llama_cpp_src.tar.xz (scripts/llama_cpp_snapshot.sh), with the
 # flags of `scripts/gpu_llama_cpp.sh build`, and leaves the binaries and their shared libraries in .device/ as
 # llama_cpp_bin.tar.xz.part-* (under 16 MiB each), which `scripts/gpu_llama_cpp.sh bench` unpacks on the GPU machine.
-# Usage: scripts/llama_cpp_local_build.sh [BUILD_ROOT]   (default /tmp/llama_cpp_local; an existing build is reused)
+# Usage: scripts/llama_cpp_local_build.sh [BUILD_ROOT]
+#   BUILD_ROOT defaults to .device/llama_cpp_local (ignored, kept between sessions); an existing build is reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=${1:-/tmp/llama_cpp_local}
+root=${1:-$PWD/.device/llama_cpp_local}
 mkdir -p "$root"
 [ -d "$root/llama.cpp" ] || tar -C "$root" -xJf .device/llama_cpp_src.tar.xz
 build=$root/build
