@@ -241,7 +241,7 @@ void ForwardExecutor::run_bucket(const ForwardBatch& batch, int64_t bucket, KvCa
         return;
     }
 #ifdef TACO_WITH_CUDA
-    const void* kv_id = kv.k.empty() ? nullptr : kv.k.front().view().data;
+    const void* kv_id = kv.k.empty() ? nullptr : kv.k.front().data;
     if (cuda_->graph_kv != kv_id) {
         synchronize();  // a replay still queued may use a graph about to go
         cuda_->graphs.clear();

@@ -28,15 +28,9 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// The layers' K and V tensors of a cache, in one order (k[0], v[0], k[1], ...).
-std::vector<const Tensor*> kv_tensors(const KvCacheTensors& kv) {
-    std::vector<const Tensor*> out;
-    for (size_t layer = 0; layer < kv.k.size(); ++layer) {
-        out.push_back(&kv.k[layer]);
-        out.push_back(&kv.v[layer]);
-    }
-    return out;
-}
+// CUDA's 2-D copies take pitches up to cudaDevAttrMaxPitch, 2^31 - 1 bytes on every GPU so far: a tier whose
+// layers are larger (a small model's device tier on a large GPU) is copied a tensor at a time.
+constexpr size_t kMaxCudaCopyPitchBytes = (size_t(1) << 31) - 1;
 
 #ifdef TACO_WITH_CUDA
 template <class T>
@@ -156,11 +150,8 @@ void ModelRunner::run_profiling_step(const RunnerOptions& options) {
     // A one-block cache, zeroed so the pass reads finite numbers: every sequence's block table is all block 0.
     KvCacheTensors scratch = KvCacheTensors::allocate(config, 1, options.block_size, dtype, MemoryKind::kDevice);
     KvCacheTensors zeros = KvCacheTensors::allocate(config, 1, options.block_size, dtype, MemoryKind::kHost);
-    const std::vector<const Tensor*> src = kv_tensors(zeros), dst = kv_tensors(scratch);
-    for (size_t i = 0; i < src.size(); ++i) {
-        std::memset(src[i]->view().data, 0, src[i]->view().nbytes());
-        ops::copy(executor_->context(), src[i]->view(), dst[i]->view());
-    }
+    std::memset(zeros.storage.view().data, 0, zeros.storage.view().nbytes());
+    ops::copy(executor_->context(), zeros.storage.view(), scratch.storage.view());
     // max_num_batched_tokens tokens over min(max_num_seqs, tokens) sequences, none longer than max_model_len, each
     // sampling its last token.
     const int64_t max_len = executor_->max_model_len();
@@ -211,8 +202,8 @@ Status ModelRunner::allocate_kv(const RunnerOptions& options, const KvSizingConf
     return Status::ok();
 }
 
-void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
-    if (copies.empty()) return;
+int64_t ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
+    if (copies.empty()) return 0;
     ExecContext copy_ctx;  // the CPU: memcpy; CUDA: the copy stream
 #ifdef TACO_WITH_CUDA
     if (cuda_) {
@@ -222,13 +213,18 @@ void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
         copy_ctx.stream = cuda_->copy_stream->get();
     }
 #endif
-    const std::vector<const Tensor*> device = kv_tensors(device_kv_), host = kv_tensors(host_kv_);
+    // A run of blocks is one copy of every layer's K and V (KvCacheTensors::blocks, a rectangle of rows), where the
+    // backend takes the tiers' row pitch; else one copy per tensor.
+    const bool one_copy_per_run =
+        copy_ctx.device == Device::kCpu ||
+        std::max(device_kv_.row_pitch_bytes(), host_kv_.row_pitch_bytes()) <= kMaxCudaCopyPitchBytes;
+    int64_t num_copies = 0;
     for (size_t begin = 0; begin < copies.size();) {
         const KvCopy& c = copies[begin];
         const KvCacheTensors& src_kv = c.src_host ? host_kv_ : device_kv_;
         const KvCacheTensors& dst_kv = c.dst_host ? host_kv_ : device_kv_;
-        // A run of copies between tiers with consecutive source and destination blocks is one copy per tensor
-        // (the two sides are different memory, so the run cannot read what it writes).
+        // A run of copies between tiers with consecutive source and destination blocks is one copy (the two sides
+        // are different memory, so the run cannot read what it writes).
         size_t end = begin + 1;
         while (c.src_host != c.dst_host && end < copies.size() && copies[end].src_host == c.src_host &&
                copies[end].dst_host == c.dst_host && copies[end].src_block == copies[end - 1].src_block + 1 &&
@@ -240,12 +236,18 @@ void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
                        "copy of blocks [{}, {}) of {} to [{}, {}) of {}: the tiers have {} and {} blocks", c.src_block,
                        c.src_block + count, c.src_host ? "host" : "device", c.dst_block, c.dst_block + count,
                        c.dst_host ? "host" : "device", src_kv.num_blocks, dst_kv.num_blocks);
-        const std::vector<const Tensor*>& src = c.src_host ? host : device;
-        const std::vector<const Tensor*>& dst = c.dst_host ? host : device;
-        for (size_t t = 0; t < src.size(); ++t) {
-            const TensorView from = src[t]->view().rows(c.src_block, c.src_block + count);
-            const TensorView to = dst[t]->view().rows(c.dst_block, c.dst_block + count);
-            ops::copy(copy_ctx, from, to);
+        if (one_copy_per_run) {
+            ops::copy(copy_ctx, src_kv.blocks(c.src_block, c.src_block + count),
+                      dst_kv.blocks(c.dst_block, c.dst_block + count));
+            ++num_copies;
+        } else {
+            for (size_t layer = 0; layer < src_kv.k.size(); ++layer) {
+                ops::copy(copy_ctx, src_kv.k[layer].rows(c.src_block, c.src_block + count),
+                          dst_kv.k[layer].rows(c.dst_block, c.dst_block + count));
+                ops::copy(copy_ctx, src_kv.v[layer].rows(c.src_block, c.src_block + count),
+                          dst_kv.v[layer].rows(c.dst_block, c.dst_block + count));
+                num_copies += 2;
+            }
         }
         begin = end;
     }
@@ -255,6 +257,7 @@ void ModelRunner::copy_blocks(std::span<const KvCopy> copies) {
         cuda_->copies_done->wait(executor_->stream());
     }
 #endif
+    return num_copies;
 }
 
 TensorView ModelRunner::execute(std::span<const RunnerSequence> sequences) {

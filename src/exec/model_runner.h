@@ -74,8 +74,10 @@ public:
     DType kv_dtype() const { return device_kv_.dtype; }
     const KvSizing& kv_sizing() const { return sizing_; }
 
-    // Runs the copies in order (device <-> host, device -> device); asynchronous on CUDA (see above).
-    void copy_blocks(std::span<const KvCopy> copies);
+    // Runs the copies in order (device <-> host, device -> device); asynchronous on CUDA (see above). Returns the
+    // copy operations it issued: one per run of consecutive blocks (all layers' K and V in one 2-D copy), or one
+    // per run and tensor where a tier's layers exceed CUDA's 2-D copy pitch (2 GiB).
+    int64_t copy_blocks(std::span<const KvCopy> copies);
 
     // One forward pass over all sequences; returns logits [sum of num_logits(), vocab] f32 on the runner's device:
     // sequence by sequence, each with its prompt-logit rows first, then its last token's row. Valid until the next

@@ -2,6 +2,11 @@
 // [num_blocks, block_size, num_kv_heads, head_dim] in the cache dtype the runner chose (f32 on the CPU backend)
 // and in its memory (host, pinned host for a GPU runner's host tier, device). Block bookkeeping lives in cache/
 // (KvCacheManager); this is only the memory.
+//
+// All 2 x num_layers tensors are rows of one allocation, at one pitch (K of layer l is row 2l, V row 2l + 1), so
+// that the same blocks of every layer are one 2-D copy (blocks()): moving a block between tiers is one copy, not
+// 2 x num_layers (the host tier's demotions, many per step once the device tier is full, were 64 copies a block
+// on an 8B Llama, ~4 ms of CUDA calls per engine step).
 #pragma once
 
 #include <cstdint>
@@ -16,22 +21,24 @@ struct KvCacheTensors {
     int64_t num_blocks = 0;
     int64_t block_size = 16;
     DType dtype = DType::kF32;
-    std::vector<Tensor> k;  // [num_layers] x [num_blocks, block_size, num_kv_heads, head_dim]
-    std::vector<Tensor> v;
+    Tensor storage;             // [2 * num_layers, pitch]: a layer's K or V, padded to 256 bytes
+    std::vector<TensorView> k;  // [num_layers] x [num_blocks, block_size, num_kv_heads, head_dim], rows of storage
+    std::vector<TensorView> v;
 
     static KvCacheTensors allocate(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
-                                   DType dtype = DType::kF32, MemoryKind memory = MemoryKind::kHost) {
-        KvCacheTensors kv;
-        kv.num_blocks = num_blocks;
-        kv.block_size = block_size;
-        kv.dtype = dtype;
-        const int64_t dims[4] = {num_blocks, block_size, config.num_key_value_heads, config.head_dim};
-        for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-            kv.k.push_back(Tensor::empty(dims, dtype, memory));
-            kv.v.push_back(Tensor::empty(dims, dtype, memory));
-        }
-        return kv;
-    }
+                                   DType dtype = DType::kF32, MemoryKind memory = MemoryKind::kHost);
+
+    MemoryKind memory() const { return storage.memory(); }
+    // Elements of one block of one layer's K (or V): block_size * num_kv_heads * head_dim.
+    int64_t block_elements() const { return block_elements_; }
+    // Bytes from one layer's K (or V) to the next tensor: the pitch of blocks()' rows.
+    size_t row_pitch_bytes() const;
+    // Blocks [begin, end) of every layer's K and V: [2 * num_layers, (end - begin) * block_elements()], rows at
+    // row_pitch_bytes() (ops::copy's rectangle of rows).
+    TensorView blocks(int64_t begin, int64_t end) const;
+
+private:
+    int64_t block_elements_ = 0;
 };
 
 }  // namespace taco

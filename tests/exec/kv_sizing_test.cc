@@ -55,8 +55,7 @@ TEST(KvSizing, BytesPerBlockMatchTheAllocatedCache) {
     const int64_t num_blocks = 5;
     KvCacheTensors kv = KvCacheTensors::allocate(model, num_blocks, 16);
     size_t total = 0;
-    for (size_t layer = 0; layer < kv.k.size(); ++layer)
-        total += kv.k[layer].view().nbytes() + kv.v[layer].view().nbytes();
+    for (size_t layer = 0; layer < kv.k.size(); ++layer) total += kv.k[layer].nbytes() + kv.v[layer].nbytes();
     EXPECT_EQ(int64_t(total), num_blocks * kv_bytes_per_block(model, 16));
 }
 

@@ -281,6 +281,34 @@ TEST(Scheduler, OutOfBlocksPreemptsTheNewestAndEveryRequestFinishes) {
     EXPECT_EQ(h.kv.num_available_blocks(), 6);
 }
 
+// bench throughput's shape in small: many more requests than the KV cache holds, all waiting from the start. A
+// step's admission looks up (match_prefix) only the requests it admits and the one it stops at, so its work does
+// not grow with the waiting queue, and requests start in arrival order.
+TEST(Scheduler, FullCacheLooksUpOnlyTheHeadOfTheWaitingQueue) {
+    const int64_t max_len = 150;  // a lookup is of at most this many tokens (a preempted request's output too)
+    Harness h(40, config(512));   // about four requests of 100 + 50 tokens (10 blocks)
+    const RequestId num_requests = 200;
+    for (RequestId id = 1; id <= num_requests; ++id)
+        ASSERT_TRUE(h.scheduler.add_request(make_request(id, 100, 50, int32_t(id * 1000))).is_ok());
+    std::vector<int> started_at(num_requests + 1, -1);  // by id: the step that first admitted it
+    while (h.scheduler.has_work() && h.num_steps < 100000) {
+        const int64_t queried_before = h.kv.stats().prefix_queries_tokens;
+        const int64_t waiting_before = h.scheduler.num_waiting();
+        const SchedulerOutput out = h.step();
+        const int64_t queried = h.kv.stats().prefix_queries_tokens - queried_before;
+        const int64_t admitted = waiting_before + int64_t(out.preempted.size()) - h.scheduler.num_waiting();
+        ASSERT_LE(queried, (admitted + 1) * max_len) << "step " << h.num_steps;
+        for (RequestId id = 1; id <= num_requests; ++id) {
+            const Request* r = h.scheduler.find(id);
+            if (started_at[id] < 0 && (r == nullptr || r->status != RequestStatus::kWaiting))
+                started_at[id] = h.num_steps;
+        }
+    }
+    EXPECT_FALSE(h.scheduler.has_work());
+    EXPECT_EQ(h.finished.size(), size_t(num_requests));
+    for (RequestId id = 2; id <= num_requests; ++id) EXPECT_LE(started_at[id - 1], started_at[id]) << "request " << id;
+}
+
 TEST(Scheduler, PriorityPolicyAdmitsTheLowestPriorityValueFirstThenByArrival) {
     SchedulerConfig c = config(4096, /*max_seqs=*/1);
     c.policy = SchedulingPolicy::kPriority;
