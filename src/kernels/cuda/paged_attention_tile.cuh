@@ -113,12 +113,14 @@ __device__ __forceinline__ void score_block(float (&s4)[4], int nb, const T* k_s
 //   kUpperRows false: rows 8-15 are none of the warp's (a decode CTA of at most 8 heads); their weights are 0 and
 //                     their state is left alone.
 //   kPlainScores:     no ALiBi and no soft-capping (the score is the scaled dot product, as score_of computes it).
+// tile_weights is that step without O's scaling: alpha[rr] is the scale of row half rr's O (the decode kernel's warps
+// each scale their own share of O's dims).
 template <class T, int D, bool kUpperRows, bool kPlainScores>
-__device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, const T* k_s, const T* q_lane,
-                                            const uint32_t (&q_frag)[kQFrags<D>][4], int lane, const bool (&mine)[2],
-                                            const RowInfo (&row)[2], uint64_t bad_keys,
-                                            float (&s)[kKeysPerTile<D> / 8][4], float (&m)[2], float (&l)[2],
-                                            float (&o)[D / 8][4], bool (&bad)[2]) {
+__device__ __forceinline__ void tile_weights(const AttentionLaunch& p, int tile, const T* k_s, const T* q_lane,
+                                             const uint32_t (&q_frag)[kQFrags<D>][4], int lane, const bool (&mine)[2],
+                                             const RowInfo (&row)[2], uint64_t bad_keys,
+                                             float (&s)[kKeysPerTile<D> / 8][4], float (&m)[2], float (&l)[2],
+                                             bool (&bad)[2], float (&alpha)[2]) {
     constexpr int kKeyBlocks = kKeysPerTile<D> / 8;
     constexpr int kRowHalves = kUpperRows ? 2 : 1;
     const int t = lane % 4;
@@ -165,7 +167,8 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
             }
         }
     }
-    float alpha[2] = {1.0f, 1.0f}, tile_sum[2] = {0, 0};
+    float tile_sum[2] = {0, 0};
+    alpha[0] = alpha[1] = 1.0f;
 #pragma unroll
     for (int rr = 0; rr < kRowHalves; ++rr) {
         const float m_new = fmaxf(m[rr], quad_max(tile_max[rr]));
@@ -187,8 +190,13 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
 #pragma unroll
         for (int nb = 0; nb < kKeyBlocks; ++nb) s[nb][2] = s[nb][3] = 0.0f;
     }
+}
+
+// O's dim blocks held by the lane (all D / 8, or a cooperating warp's N) scaled by the tile's alpha.
+template <bool kUpperRows, int N>
+__device__ __forceinline__ void scale_output(float (&o)[N][4], const float (&alpha)[2]) {
 #pragma unroll
-    for (int nd = 0; nd < D / 8; ++nd) {
+    for (int nd = 0; nd < N; ++nd) {
         o[nd][0] = __fmul_rn(o[nd][0], alpha[0]);
         o[nd][1] = __fmul_rn(o[nd][1], alpha[0]);
         if constexpr (kUpperRows) {
@@ -196,6 +204,18 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
             o[nd][3] = __fmul_rn(o[nd][3], alpha[1]);
         }
     }
+}
+
+template <class T, int D, bool kUpperRows, bool kPlainScores>
+__device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, const T* k_s, const T* q_lane,
+                                            const uint32_t (&q_frag)[kQFrags<D>][4], int lane, const bool (&mine)[2],
+                                            const RowInfo (&row)[2], uint64_t bad_keys,
+                                            float (&s)[kKeysPerTile<D> / 8][4], float (&m)[2], float (&l)[2],
+                                            float (&o)[D / 8][4], bool (&bad)[2]) {
+    float alpha[2];
+    tile_weights<T, D, kUpperRows, kPlainScores>(p, tile, k_s, q_lane, q_frag, lane, mine, row, bad_keys, s, m, l, bad,
+                                                 alpha);
+    scale_output<kUpperRows>(o, alpha);
 }
 
 // The second half: O += P V. P's A fragment of keys 16 kk.. is the weight blocks 2 kk and 2 kk + 1; V's B fragments
@@ -215,6 +235,28 @@ __device__ __forceinline__ void tile_accumulate(const T* v_s, int lane, const fl
             uint32_t b0, b1;
             ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
             mma_m16n8k16<T>(o[nd], a, b0, b1);
+        }
+    }
+}
+
+// tile_accumulate over the dim blocks nd0 .. nd0 + count - 1 that the lane's o[0 .. count - 1] hold (a decode warp's
+// share of O): each block the same instructions as there.
+template <class T, int D, int N>
+__device__ __forceinline__ void tile_accumulate_dims(const T* v_s, int lane, const float (&s)[kKeysPerTile<D> / 8][4],
+                                                     float (&o)[N][4], int nd0, int count) {
+    constexpr int S = kRowStride<D>;
+#pragma unroll
+    for (int kk = 0; kk < kKeysPerTile<D> / 16; ++kk) {
+        const uint32_t a[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]), pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
+                               pack_pair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                               pack_pair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+            if (i >= count) break;
+            uint32_t b0, b1;
+            ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + (nd0 + i) * 8));
+            mma_m16n8k16<T>(o[i], a, b0, b1);
         }
     }
 }
