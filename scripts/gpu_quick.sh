@@ -5,9 +5,11 @@
 # decode attention kernel's time (Nsight Compute), the cuDNN graph probe, `bench batch` and `bench latency` at 1k and
 # 32k on the 8B shape, also with each TACO_CUDA_* switch named in TACO_QUICK_SWITCHES off (for example
 # "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in switch named in TACO_QUICK_OPT_INS
-# on ("TACO_CUDA_CUDNN_ATTENTION"), 256 running requests with and without async scheduling, and serve's start-up with
+# on ("TACO_CUDA_DECODE_RING TACO_CUDA_CUDNN_WARMUP": the suites, the decode attention cases and their kernels' times,
+# and the benches with it), 256 running requests with and without async scheduling, and serve's start-up with
 # a checkpoint (and dummy weights where asked). Where .device/before.tar.xz is carried too (an earlier build's
-# taco_llm and cuda_attention_bench, compressed), the decode attention cases and the 32k latency run with those too.
+# taco_llm and cuda_attention_bench, compressed), the decode attention cases, bench batch and the 32k latency run with
+# those too.
 # TACO_QUICK_ATTENTION_FILTER narrows the attention benchmark. Run on the GPU machine after scripts/device_bundle.sh
 # here, carrying .device/bundle.tar.xz; logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 source scripts/device_env.sh
 nvidia-smi -L >"$out/machine.txt" 2>&1
 step cuda_tests 200 "$build/taco_cuda_tests" --gtest_brief=1 \
-  --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:Dtypes/CudaEngineStructured*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+  --gtest_filter='CudaPagedAttention*:DeviceBatchSamplerTest*:Dtypes/CudaEngineStructured*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*:CudaRunner*:CudnnWarmup*'
 # Structured outputs again with the masked rows sampled from host logits (the device masks' switch off).
 step cuda_structured_host_masks 60 env TACO_CUDA_DEVICE_GRAMMAR_MASKS=0 "$build/taco_cuda_tests" --gtest_brief=1 \
   --gtest_filter='Dtypes/CudaEngineStructured*'
@@ -26,8 +28,9 @@ step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02
   --benchmark_out="$out/cuda_attention_bench.json" --benchmark_out_format=json
 # Each kernel's share of a decode attention call (the attention kernel and split-KV's merge): Nsight Compute's
 # gpu__time_duration of 40 launches at 32k keys (bs=1) and at bs=64 over 1k keys in a graph bucket's capacity.
-for decode in bs1_32k:batch:1/context:32768/capacity:0 bs1_1k:batch:1/context:1024/capacity:131072 \
-  bs64_1k:batch:64/context:1024/capacity:131072; do
+decode_cases="bs1_32k:batch:1/context:32768/capacity:0 bs1_1k:batch:1/context:1024/capacity:131072
+  bs64_1k:batch:64/context:1024/capacity:131072"
+for decode in $decode_cases; do
   name=ncu_decode_${decode%%:*} decode=${decode#*:}
   step "$name" 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$build/cuda_attention_bench" \
@@ -38,20 +41,23 @@ done
 # occupancy of one prefill and two decode launches).
 [ "${TACO_QUICK_PROFILE:-0}" = 1 ] && step profile_attention 120 env OUT="$out" scripts/gpu_profile.sh attention
 # A before/after in the same call: .device/before.tar.xz (made here from an earlier bundle: before/taco_llm and
-# before/cuda_attention_bench) runs the decode attention cases, their kernels and the 32k latency again.
+# before/cuda_attention_bench) runs the decode attention cases (TACO_QUICK_BEFORE_FILTER), their kernels, bench batch
+# and the 32k latency again.
 before=
 if [ -f .device/before.tar.xz ]; then
   tar -C .device -xJf .device/before.tar.xz && before=.device/before
 fi
 if [ -n "$before" ]; then
   step attention_bench_before 120 "$before/cuda_attention_bench" --benchmark_min_time=0.02 \
-    --benchmark_filter='BM_Decode/kernel:[023]' --benchmark_out="$out/cuda_attention_bench_before.json" \
-    --benchmark_out_format=json
-  step ncu_decode_bs1_32k_before 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-    --csv --launch-skip 20 --launch-count 40 --log-file "$out/ncu_decode_bs1_32k_before.csv" \
-    "$before/cuda_attention_bench" --benchmark_filter=BM_Decode/kernel:0/batch:1/context:32768/capacity:0 \
-    --benchmark_min_time=0.001
-  python3 tools/ncu_summary.py "$out/ncu_decode_bs1_32k_before.csv" 10 >"$out/ncu_decode_bs1_32k_before.txt" 2>&1
+    --benchmark_filter="${TACO_QUICK_BEFORE_FILTER:-BM_Decode/kernel:[023]}" \
+    --benchmark_out="$out/cuda_attention_bench_before.json" --benchmark_out_format=json
+  for decode in $decode_cases; do
+    name=ncu_decode_${decode%%:*}_before decode=${decode#*:}
+    step "$name" 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+      --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$before/cuda_attention_bench" \
+      --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
+    python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
+  done
 fi
 # Which forms of cuDNN's attention graph the machine's cuDNN has an engine for (cudnn_attention.h).
 step cudnn_probe 60 "$build/cuda_attention_bench" --benchmark_filter=BM_CudnnGraphProbe
@@ -70,14 +76,20 @@ bench_all() {  # bench_all SUFFIX [VAR=VALUE]: the three workloads, with the swi
     --output-json "$out/bench_latency_32k$suffix.json"
 }
 bench_all ""
-[ -n "$before" ] && step bench_latency_32k_before 90 "$before/taco_llm" bench latency "$m" "${common[@]}" "${long[@]}" \
-  --output-json "$out/bench_latency_32k_before.json"
+if [ -n "$before" ]; then
+  step bench_batch_before 90 "$before/taco_llm" bench batch "$m" "${common[@]}" --output-json "$out/bench_batch_before.json"
+  step bench_latency_32k_before 90 "$before/taco_llm" bench latency "$m" "${common[@]}" "${long[@]}" \
+    --output-json "$out/bench_latency_32k_before.json"
+fi
 # 8 and 256 running requests: the step thread's host phases per step (step_ms in the JSON) against the step's time,
 # with async scheduling (the default on CUDA: the outputs' host work overlaps the next step) and without.
-step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
-  --output-json "$out/bench_batch_256.json"
-step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
-  --no-async-scheduling --output-json "$out/bench_batch_256_sync.json"
+# TACO_QUICK_256=0 skips them.
+if [ "${TACO_QUICK_256:-1}" = 1 ]; then
+  step bench_batch_256 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
+    --output-json "$out/bench_batch_256.json"
+  step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 8,256 --output-len 128 \
+    --no-async-scheduling --output-json "$out/bench_batch_256_sync.json"
+fi
 # TACO_QUICK_THROUGHPUT=1: BENCHMARKS.md's throughput workload (1000 requests of 1000 / 1000 tokens, about 150 s on the
 # 8B shape; the target is >= 9,000 output tok/s).
 [ "${TACO_QUICK_THROUGHPUT:-0}" = 1 ] && step bench_throughput 240 "$build/taco_llm" bench throughput "$m" \
@@ -86,13 +98,25 @@ step bench_batch_256_sync 90 "$build/taco_llm" bench batch "$m" "${common[@]}" -
 # serve's start-up from an 8B checkpoint of random weights in the page cache (writing it takes about a minute);
 # TACO_QUICK_DUMMY_STARTUP=1 also with dummy weights.
 [ "${TACO_QUICK_DUMMY_STARTUP:-0}" = 1 ] && step startup 60 scripts/gpu_startup.sh
-step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
+# TACO_QUICK_STARTUP=0 skips it.
+[ "${TACO_QUICK_STARTUP:-1}" = 1 ] && step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
 # Each opt-in switch on: the goldens, graphs and attention suite first (a path is made the default only after they
 # pass with it), then the benches.
 for switch in ${TACO_QUICK_OPT_INS:-}; do
   step "cuda_tests_${switch}_on" 200 env "$switch=1" "$build/taco_cuda_tests" --gtest_brief=1 \
-    --gtest_filter='CudaPagedAttention*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*'
+    --gtest_filter='CudaPagedAttention*:AllGoldenModels/CudaGolden.*:Families/CudaGraphs*:Families/CudaExecutor*:CudaRunner*:CudnnWarmup*'
+  # The decode attention cases and their kernels' times with the switch on (against the default's above).
+  step "attention_bench_${switch}_on" 120 env "$switch=1" "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
+    --benchmark_filter='BM_Decode/kernel:0' --benchmark_out="$out/cuda_attention_bench_${switch}_on.json" \
+    --benchmark_out_format=json
+  for decode in $decode_cases; do
+    name=ncu_decode_${decode%%:*}_${switch}_on decode=${decode#*:}
+    step "$name" 60 env "$switch=1" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+      --csv --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$build/cuda_attention_bench" \
+      --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
+    python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
+  done
   bench_all "_${switch}_on" "$switch=1"
 done
 exit $status

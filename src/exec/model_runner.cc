@@ -9,6 +9,8 @@
 #include "kernels/ops.h"
 #ifdef TACO_WITH_CUDA
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cudnn_attention.h"
+#include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/stream_event.h"
 #endif
 
@@ -141,6 +143,9 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<Decoder
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         log_info("CUDA graphs: {} decode batch sizes captured in {:.2f} s", graphs, seconds);
     }
+#ifdef TACO_WITH_CUDA
+    if (on_gpu && cuda::cudnn_attention_warmup_enabled()) runner->warm_attention_plans(options);
+#endif
     return runner;
 }
 
@@ -152,13 +157,16 @@ void ModelRunner::run_profiling_step(const RunnerOptions& options) {
     KvCacheTensors zeros = KvCacheTensors::allocate(config, 1, options.block_size, dtype, MemoryKind::kHost);
     std::memset(zeros.storage.view().data, 0, zeros.storage.view().nbytes());
     ops::copy(executor_->context(), zeros.storage.view(), scratch.storage.view());
-    // max_num_batched_tokens tokens over min(max_num_seqs, tokens) sequences, none longer than max_model_len, each
-    // sampling its last token.
+    run_dummy_step(scratch, options.max_num_batched_tokens,
+                   std::min(options.max_num_seqs, options.max_num_batched_tokens), options.block_size);
+}
+
+void ModelRunner::run_dummy_step(KvCacheTensors& kv, int64_t num_tokens, int64_t num_seqs, int64_t block_size) {
+    // num_tokens tokens (token id 0) over num_seqs sequences from position 0, none longer than max_model_len, each
+    // sampling its last token; every block table entry is block 0.
     const int64_t max_len = executor_->max_model_len();
-    const int64_t num_tokens = options.max_num_batched_tokens;
-    const int64_t num_seqs = std::min(options.max_num_seqs, num_tokens);
     const std::vector<int32_t> ids(size_t(std::min(num_tokens, max_len)), 0);
-    const std::vector<int32_t> table(size_t((max_len + options.block_size - 1) / options.block_size), 0);
+    const std::vector<int32_t> table(size_t((max_len + block_size - 1) / block_size), 0);
     std::vector<RunnerSequence> sequences;
     int64_t remaining = num_tokens;
     for (int64_t i = 0; i < num_seqs && remaining > 0; ++i) {
@@ -171,9 +179,27 @@ void ModelRunner::run_profiling_step(const RunnerOptions& options) {
         sequences.push_back(seq);
         remaining -= length;
     }
-    executor_->execute(sequences, scratch);
+    executor_->execute(sequences, kv);
     executor_->synchronize();
 }
+
+#ifdef TACO_WITH_CUDA
+void ModelRunner::warm_attention_plans(const RunnerOptions& options) {
+    // cuDNN takes the steps whose longest chunk has at least kCudnnAttentionMinQueryLen tokens. One such step on the
+    // real cache (nothing is cached yet: it writes block 0) gives every layer's shape of cache and heads; then every
+    // bucket's plan of those shapes is built.
+    const int64_t n = cuda::kCudnnAttentionMinQueryLen;
+    if (!cuda::cudnn_attention_enabled() || options.max_num_batched_tokens < n || executor_->max_model_len() < n)
+        return;
+    const auto start = std::chrono::steady_clock::now();
+    run_dummy_step(device_kv_, n, 1, options.block_size);
+    const int64_t built = cuda::cudnn_attention_build_buckets(options.max_num_seqs, options.max_num_batched_tokens, n,
+                                                              executor_->stream());
+    executor_->synchronize();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log_info("cuDNN attention: {} plans built in {:.2f} s (TACO_CUDA_CUDNN_WARMUP=1)", built, seconds);
+}
+#endif
 
 Status ModelRunner::allocate_kv(const RunnerOptions& options, const KvSizingConfig& sizing_config) {
     TACO_ASSIGN_OR_RETURN(sizing_, size_kv_cache(sizing_config));

@@ -100,6 +100,11 @@ private:
     // CUDA: one forward pass at the largest step the limits allow, over a one-block scratch cache (it also sizes
     // the workspace); waits for it.
     void run_profiling_step(const RunnerOptions& options);
+    // One prefill pass of num_tokens tokens over num_seqs sequences on `kv` (every block table entry block 0); waits.
+    void run_dummy_step(KvCacheTensors& kv, int64_t num_tokens, int64_t num_seqs, int64_t block_size);
+    // CUDA with TACO_CUDA_CUDNN_WARMUP=1: builds cuDNN's attention plans for every bucket the limits allow
+    // (cudnn_attention_build_buckets) after one prefill step on the real cache, so serving builds none.
+    void warm_attention_plans(const RunnerOptions& options);
     Status allocate_kv(const RunnerOptions& options, const KvSizingConfig& sizing_config);
 
     std::unique_ptr<Decoder> decoder_;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -381,6 +382,7 @@ struct State {
     std::map<int, cudnnHandle_t> handles;
     std::map<SdpaKey, std::unique_ptr<SdpaPlan>> plans;
     std::map<SdpaKey, std::string> refused;
+    std::set<SdpaKey> families;  // the keys of steps run, b and s_q 0: what cudnn_attention_build_buckets builds for
 };
 
 State& state() {
@@ -465,6 +467,28 @@ std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, 
     TACO_CUDA_CHECK(cudaMemsetAsync(plan->page_table, 0, table_bytes, stream));
     plan->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return plan;
+}
+
+// The plan of `key`, built on first use (st.mutex held; the handle on `stream`); nullptr with why where cuDNN has none
+// (kept in st.refused, so it is asked once).
+SdpaPlan* plan_of(State& st, const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, cudaStream_t stream,
+                  std::string& why) {
+    if (auto it = st.plans.find(key); it != st.plans.end()) return it->second.get();
+    if (auto it = st.refused.find(key); it != st.refused.end()) {
+        why = it->second;
+        return nullptr;
+    }
+    std::unique_ptr<SdpaPlan> plan = build_plan(api, handle, key, stream, why);
+    if (plan == nullptr) {
+        why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}", key.b,
+                          key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
+        log_info("{}; its steps run on our own kernel", why);
+        st.refused.emplace(key, why);
+        return nullptr;
+    }
+    log_debug("cuDNN attention: plan for b={} s_q={} ({}) built in {:.1f} ms", key.b, key.s_q, plan->variant.name(),
+              plan->build_ms);
+    return st.plans.emplace(key, std::move(plan)).first->second.get();
 }
 
 }  // namespace
@@ -576,21 +600,12 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     if (const cudnnStatus_t status = api->set_stream(handle, stream); status != CUDNN_STATUS_SUCCESS)
         return "cudnnSetStream: " + cudnn_status_text(*api, status);
 
-    auto plan_it = st.plans.find(key);
-    if (plan_it == st.plans.end()) {
-        std::unique_ptr<SdpaPlan> plan = build_plan(*api, handle, key, stream, why);
-        if (plan == nullptr) {
-            why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}",
-                              key.b, key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
-            log_info("{}; its steps run on our own kernel", why);
-            st.refused.emplace(key, why);
-            return why;
-        }
-        log_debug("cuDNN attention: plan for b={} s_q={} ({}) built in {:.1f} ms", key.b, key.s_q, plan->variant.name(),
-                  plan->build_ms);
-        plan_it = st.plans.emplace(key, std::move(plan)).first;
-    }
-    SdpaPlan& plan = *plan_it->second;
+    SdpaKey family = key;
+    family.b = family.s_q = 0;
+    st.families.insert(family);
+    SdpaPlan* found = plan_of(st, *api, handle, key, stream, why);
+    if (found == nullptr) return why;
+    SdpaPlan& plan = *found;
     if (!plan.variant.ragged_i64 && q.shape[0] * key.h * key.d > std::numeric_limits<int32_t>::max())
         return fmt::format("cuDNN attention: {} query rows overflow its plan's int32 offsets", q.shape[0]);
 
@@ -623,6 +638,46 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     // A failed execute after a queued prep kernel leaves nothing wrong behind: the prep writes only the plan's own
     // buffers, and the caller's kernel then writes every row of out.
     return err.what;
+}
+
+CudnnPlanCounts cudnn_attention_plan_counts() {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    return {int64_t(st.plans.size()), int64_t(st.refused.size())};
+}
+
+int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t min_query_len,
+                                      void* stream) {
+    std::string why;
+    const CudnnApi* api = cudnn_api(&why);
+    if (api == nullptr) return 0;
+    int device = 0;
+    TACO_CUDA_CHECK(cudaGetDevice(&device));
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    cudnnHandle_t handle = handle_of(st, *api, device, why);
+    if (handle == nullptr) return 0;
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (api->set_stream(handle, s) != CUDNN_STATUS_SUCCESS) return 0;
+    int64_t built = 0;
+    const int64_t first_bucket = cudnn_attention_query_bucket(min_query_len);
+    for (const SdpaKey& family : st.families) {
+        if (family.device != device) continue;
+        for (int64_t b = 1; b <= cudnn_attention_batch_bucket(max_num_seqs); b *= 2) {
+            for (int64_t s_q = first_bucket; s_q <= cudnn_attention_query_bucket(max_num_tokens); s_q *= 2) {
+                // The fewest tokens of a step in these buckets: its longest chunk the bucket's shortest, and b / 2 + 1
+                // sequences (b / 2 or fewer take the bucket below), the others one token each.
+                const int64_t longest = s_q == first_bucket ? min_query_len : s_q / 2 + 1;
+                if (longest + b / 2 > max_num_tokens) continue;
+                SdpaKey key = family;
+                key.b = b;
+                key.s_q = s_q;
+                if (st.plans.count(key) != 0 || st.refused.count(key) != 0) continue;
+                if (plan_of(st, *api, handle, key, s, why) != nullptr) ++built;
+            }
+        }
+    }
+    return built;
 }
 
 }  // namespace taco::cuda

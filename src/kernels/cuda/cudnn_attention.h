@@ -78,4 +78,17 @@ int64_t cudnn_attention_query_bucket(int64_t max_query_len);
 // milliseconds) in the first step with that count: bench batch's TTFT at 2 sequences 57 -> 99 ms on an H100.
 int64_t cudnn_attention_batch_bucket(int64_t num_seqs);
 
+// Builds, on the current device, the plan of every (sequence-count bucket, query bucket) a step within the limits can
+// take (up to max_num_seqs sequences, max_num_tokens tokens, a longest chunk of at least min_query_len) for every shape
+// of cache and heads a step has run on cuDNN so far, so that serving never builds one (20-90 ms each on an H100, up
+// to ~54 of them for 256 sequences and 8,192 tokens). Returns how many it built (0 without cuDNN); shapes cuDNN has
+// no engine for are kept refused, as on first use. `stream` is a cudaStream_t.
+int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t min_query_len,
+                                      void* stream);
+// How many plans are built and how many shapes refused, in this process (tests).
+struct CudnnPlanCounts {
+    int64_t plans = 0, refused = 0;
+};
+CudnnPlanCounts cudnn_attention_plan_counts();
+
 }  // namespace taco::cuda

@@ -66,6 +66,9 @@ bool decode_attention_enabled();
 // TACO_CUDA_CUDNN_ATTENTION, read once (env_switch): unset or 1, kAuto runs long prefill steps on cuDNN
 // (kCudnnAttentionMinQueryLen) where it runs; 0, never.
 bool cudnn_attention_enabled();
+// TACO_CUDA_CUDNN_WARMUP, read once (env_opt_in): 1, ModelRunner::create builds cuDNN's plans for every bucket at
+// start-up (cudnn_attention_build_buckets) after one prefill step on the real cache; unset or 0, on first use.
+bool cudnn_attention_warmup_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.
