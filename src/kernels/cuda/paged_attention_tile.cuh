@@ -218,29 +218,10 @@ __device__ __forceinline__ void tile_scores(const AttentionLaunch& p, int tile, 
     scale_output<kUpperRows>(o, alpha);
 }
 
-// The second half: O += P V. P's A fragment of keys 16 kk.. is the weight blocks 2 kk and 2 kk + 1; V's B fragments
-// (16 keys x 8 dims) through ldmatrix.trans of its rows (lanes 0-7: keys 0-7, 8-15: keys 8-15).
-template <class T, int D>
-__device__ __forceinline__ void tile_accumulate(const T* v_s, int lane, const float (&s)[kKeysPerTile<D> / 8][4],
-                                                float (&o)[D / 8][4]) {
-    constexpr int S = kRowStride<D>;
-#pragma unroll
-    for (int kk = 0; kk < kKeysPerTile<D> / 16; ++kk) {
-        const uint32_t a[4] = {pack_pair<T>(s[2 * kk][0], s[2 * kk][1]), pack_pair<T>(s[2 * kk][2], s[2 * kk][3]),
-                               pack_pair<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                               pack_pair<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-        const T* v_lane = v_s + (kk * 16 + lane % 8 + (lane / 8) % 2 * 8) * S;
-#pragma unroll
-        for (int nd = 0; nd < D / 8; ++nd) {
-            uint32_t b0, b1;
-            ldmatrix_x2_trans(b0, b1, smem_addr(v_lane + nd * 8));
-            mma_m16n8k16<T>(o[nd], a, b0, b1);
-        }
-    }
-}
-
-// tile_accumulate over the dim blocks nd0 .. nd0 + count - 1 that the lane's o[0 .. count - 1] hold (a decode warp's
-// share of O): each block the same instructions as there.
+// The second half: O += P V over the dim blocks nd0 .. nd0 + count - 1 that the lane's o[0 .. count - 1] hold (all
+// D / 8 in tile_accumulate, or a decode warp's share of O). P's A fragment of keys 16 kk.. is the weight blocks 2 kk
+// and 2 kk + 1; V's B fragments (16 keys x 8 dims) through ldmatrix.trans of its rows (lanes 0-7: keys 0-7, 8-15:
+// keys 8-15).
 template <class T, int D, int N>
 __device__ __forceinline__ void tile_accumulate_dims(const T* v_s, int lane, const float (&s)[kKeysPerTile<D> / 8][4],
                                                      float (&o)[N][4], int nd0, int count) {
@@ -259,6 +240,12 @@ __device__ __forceinline__ void tile_accumulate_dims(const T* v_s, int lane, con
             mma_m16n8k16<T>(o[i], a, b0, b1);
         }
     }
+}
+
+template <class T, int D>
+__device__ __forceinline__ void tile_accumulate(const T* v_s, int lane, const float (&s)[kKeysPerTile<D> / 8][4],
+                                                float (&o)[D / 8][4]) {
+    tile_accumulate_dims<T, D>(v_s, lane, s, o, 0, D / 8);
 }
 
 // A partition's state for the lane's row rr (rows g and g + 8: rr = 0, 1) once its tiles are done, over the dim
