@@ -193,8 +193,9 @@ void ModelRunner::warm_attention_plans(const RunnerOptions& options) {
         return;
     const auto start = std::chrono::steady_clock::now();
     run_dummy_step(device_kv_, n, 1, options.block_size);
-    const int64_t built = cuda::cudnn_attention_build_buckets(options.max_num_seqs, options.max_num_batched_tokens, n,
-                                                              executor_->stream());
+    const int64_t built =
+        cuda::cudnn_attention_build_buckets(options.max_num_seqs, options.max_num_batched_tokens,
+                                            executor_->max_model_len(), n, device_kv_.num_blocks, executor_->stream());
     executor_->synchronize();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log_info("cuDNN attention: {} plans built in {:.2f} s (TACO_CUDA_CUDNN_WARMUP=1)", built, seconds);

@@ -40,7 +40,6 @@ TEST(CudnnWarmup, StartUpBuildsThePlanOfEveryBucket) {
         GTEST_SKIP() << "cuDNN has no engine for the test model's shape";
     // 1, 2, 4 and 8 sequences x query buckets 256, 512 and 1024: every pair fits in 1,024 tokens.
     EXPECT_EQ(started.plans - before.plans, 12);
-    EXPECT_EQ(started.refused, before.refused);
 
     // Three sequences, the longest chunk 300 tokens (buckets 4 and 512), one over a cached prefix.
     const std::vector<int32_t> a = testing_util::ids_of(300, 1, vocab), b = testing_util::ids_of(40, 2, vocab),

@@ -30,8 +30,13 @@ struct SdpaKey {
     int64_t h = 0, h_kv = 0, d = 0;                          // heads, kv heads, head dim
     int64_t num_blocks = 0, block_size = 0, max_blocks = 0;  // the cache and the block tables' width
     cudnnDataType_t dtype = CUDNN_DATA_BFLOAT16;
+    // The stream the plan's steps run on: a plan's workspace and per-step inputs are its own, so two streams never
+    // share one (0 for probes).
+    uintptr_t stream = 0;
 
-    auto tied() const { return std::tie(device, b, s_q, h, h_kv, d, num_blocks, block_size, max_blocks, dtype); }
+    auto tied() const {
+        return std::tie(device, b, s_q, h, h_kv, d, num_blocks, block_size, max_blocks, dtype, stream);
+    }
     bool operator<(const SdpaKey& other) const { return tied() < other.tied(); }
 };
 
@@ -409,7 +414,7 @@ cudnnDataType_t cudnn_dtype(DType dtype) { return dtype == DType::kF16 ? CUDNN_D
 
 // The plan key of a shape on the current device.
 SdpaKey key_of(int64_t b, int64_t s_q, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t num_blocks,
-               int64_t block_size, int64_t max_blocks, DType dtype) {
+               int64_t block_size, int64_t max_blocks, DType dtype, cudaStream_t stream = nullptr) {
     SdpaKey key;
     TACO_CUDA_CHECK(cudaGetDevice(&key.device));
     key.b = b;
@@ -421,13 +426,15 @@ SdpaKey key_of(int64_t b, int64_t s_q, int64_t heads, int64_t kv_heads, int64_t 
     key.block_size = block_size;
     key.max_blocks = max_blocks;
     key.dtype = cudnn_dtype(dtype);
+    key.stream = reinterpret_cast<uintptr_t>(stream);
     return key;
 }
 
 // The plan of the first of cudnn_attention_variants() cuDNN has an engine for, with its device buffers; nullptr with
 // each form's failure in `why`.
+// A plan cuDNN has but the device memory for its buffers is missing sets *retry (the shape is not refused for good).
 std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, const SdpaKey& key, cudaStream_t stream,
-                                     std::string& why) {
+                                     std::string& why, bool* retry) {
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<SdpaPlan> plan;
     std::string failures;
@@ -455,6 +462,7 @@ std::unique_ptr<SdpaPlan> build_plan(const CudnnApi& api, cudnnHandle_t handle, 
         cudaGetLastError();
         plan->workspace = nullptr;
         why = fmt::format("no device memory for its {} bytes of workspace", bytes);
+        *retry = true;
         return nullptr;
     }
     char* at = static_cast<char*>(plan->workspace) + ws;
@@ -478,10 +486,12 @@ SdpaPlan* plan_of(State& st, const CudnnApi& api, cudnnHandle_t handle, const Sd
         why = it->second;
         return nullptr;
     }
-    std::unique_ptr<SdpaPlan> plan = build_plan(api, handle, key, stream, why);
+    bool retry = false;
+    std::unique_ptr<SdpaPlan> plan = build_plan(api, handle, key, stream, why, &retry);
     if (plan == nullptr) {
         why = fmt::format("cuDNN attention (b={}, s_q={}, cache of {} blocks of {}, {} / {} heads, d={}): {}", key.b,
                           key.s_q, key.num_blocks, key.block_size, key.h, key.h_kv, key.d, why);
+        if (retry) return nullptr;  // asked again at the next step of the shape
         log_info("{}; its steps run on our own kernel", why);
         st.refused.emplace(key, why);
         return nullptr;
@@ -587,16 +597,16 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
         if (reinterpret_cast<uintptr_t>(t->data) % 16 != 0) return "cuDNN attention needs 16-byte aligned operands";
 
     const int64_t num_seqs = batch.seq_lens.shape[0];
+    auto stream = static_cast<cudaStream_t>(ctx.stream);
     const SdpaKey key =
         key_of(cudnn_attention_batch_bucket(num_seqs), cudnn_attention_query_bucket(batch.max_query_len), q.shape[1],
-               k_cache.shape[2], d, k_cache.shape[0], k_cache.shape[1], batch.block_tables.shape[1], q.dtype);
+               k_cache.shape[2], d, k_cache.shape[0], k_cache.shape[1], batch.block_tables.shape[1], q.dtype, stream);
 
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
     if (auto it = st.refused.find(key); it != st.refused.end()) return it->second;
     cudnnHandle_t handle = handle_of(st, *api, key.device, why);
     if (handle == nullptr) return why;
-    auto stream = static_cast<cudaStream_t>(ctx.stream);
     if (const cudnnStatus_t status = api->set_stream(handle, stream); status != CUDNN_STATUS_SUCCESS)
         return "cudnnSetStream: " + cudnn_status_text(*api, status);
 
@@ -615,9 +625,12 @@ std::string cudnn_paged_attention(const ExecContext& ctx, const TensorView& q, c
     // The page table: the step's own where it has the bucket's rows, else its rows copied into the plan's.
     void* page_table = batch.block_tables.data;
     if (num_seqs < key.b) {
-        TACO_CUDA_CHECK(cudaMemcpyAsync(plan.page_table, batch.block_tables.data,
-                                        size_t(num_seqs) * size_t(key.max_blocks) * 4, cudaMemcpyDeviceToDevice,
-                                        stream));
+        // Only the columns of the step's longest sequence: a row's keys past it are never read.
+        const int64_t cols =
+            std::min(key.max_blocks, (int64_t(batch.max_seq_len) + key.block_size - 1) / key.block_size);
+        const size_t pitch = size_t(key.max_blocks) * 4;
+        TACO_CUDA_CHECK(cudaMemcpy2DAsync(plan.page_table, pitch, batch.block_tables.data, pitch, size_t(cols) * 4,
+                                          size_t(num_seqs), cudaMemcpyDeviceToDevice, stream));
         page_table = plan.page_table;
     }
     void* ragged = plan.variant.ragged_i64 ? static_cast<void*>(plan.ragged) : static_cast<void*>(plan.ragged_i32);
@@ -646,8 +659,8 @@ CudnnPlanCounts cudnn_attention_plan_counts() {
     return {int64_t(st.plans.size()), int64_t(st.refused.size())};
 }
 
-int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t min_query_len,
-                                      void* stream) {
+int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t max_model_len,
+                                      int64_t min_query_len, int64_t num_blocks, void* stream) {
     std::string why;
     const CudnnApi* api = cudnn_api(&why);
     if (api == nullptr) return 0;
@@ -662,13 +675,15 @@ int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_toke
     int64_t built = 0;
     const int64_t first_bucket = cudnn_attention_query_bucket(min_query_len);
     for (const SdpaKey& family : st.families) {
-        if (family.device != device) continue;
+        if (family.device != device || family.num_blocks != num_blocks ||
+            family.stream != reinterpret_cast<uintptr_t>(stream))
+            continue;
         for (int64_t b = 1; b <= cudnn_attention_batch_bucket(max_num_seqs); b *= 2) {
             for (int64_t s_q = first_bucket; s_q <= cudnn_attention_query_bucket(max_num_tokens); s_q *= 2) {
                 // The fewest tokens of a step in these buckets: its longest chunk the bucket's shortest, and b / 2 + 1
                 // sequences (b / 2 or fewer take the bucket below), the others one token each.
                 const int64_t longest = s_q == first_bucket ? min_query_len : s_q / 2 + 1;
-                if (longest + b / 2 > max_num_tokens) continue;
+                if (longest + b / 2 > max_num_tokens || longest > max_model_len) continue;
                 SdpaKey key = family;
                 key.b = b;
                 key.s_q = s_q;

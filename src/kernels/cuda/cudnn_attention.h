@@ -10,9 +10,9 @@
 //   K and V: the cache [num_blocks, block_size, h_kv, d] as cuDNN's container [num_blocks, h_kv, block_size, d] with
 //            strides, the page table our block_tables [b, max_blocks] (s_kv = max_blocks * block_size).
 //   GQA: K and V have h_kv heads, cuDNN broadcasts them over the h / h_kv heads of a group.
-// A plan is built once per (b bucket, s_q bucket, cache shape, heads, dtype, device) and kept (the first build of a
-// shape takes cuDNN's heuristics and may compile: 50-90 ms on an H100); the sequence lengths, page tables and offsets
-// are device tensors read at run time, so a plan serves every step of its buckets.
+// A plan is built once per (b bucket, s_q bucket, cache shape, heads, dtype, device, stream) and kept (the first build
+// of a shape takes cuDNN's heuristics and may compile: 50-90 ms on an H100); the sequence lengths, page tables and
+// offsets are device tensors read at run time, so a plan serves every step of its buckets.
 //
 // State: on its first run (an H100 with PyTorch's cuDNN, bench/results/h100-2026-12-07) the graph built and no engine
 // took it; on the next (the same kind of machine, bench/results/h100-2026-12-07b) cuda_attention_bench's
@@ -78,13 +78,14 @@ int64_t cudnn_attention_query_bucket(int64_t max_query_len);
 // milliseconds) in the first step with that count: bench batch's TTFT at 2 sequences 57 -> 99 ms on an H100.
 int64_t cudnn_attention_batch_bucket(int64_t num_seqs);
 
-// Builds, on the current device, the plan of every (sequence-count bucket, query bucket) a step within the limits can
-// take (up to max_num_seqs sequences, max_num_tokens tokens, a longest chunk of at least min_query_len) for every shape
-// of cache and heads a step has run on cuDNN so far, so that serving never builds one (20-90 ms each on an H100, up
-// to ~54 of them for 256 sequences and 8,192 tokens). Returns how many it built (0 without cuDNN); shapes cuDNN has
-// no engine for are kept refused, as on first use. `stream` is a cudaStream_t.
-int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t min_query_len,
-                                      void* stream);
+// Builds, on the current device and `stream` (a cudaStream_t), the plan of every (sequence-count bucket, query bucket)
+// a step within the limits can take (up to max_num_seqs sequences and max_num_tokens tokens, a longest chunk of at
+// least min_query_len and at most max_model_len tokens) for every shape of heads that a step over a cache of
+// num_blocks blocks has run on cuDNN on that stream, so that serving builds none (20-90 ms each on an H100, up to ~54
+// of them for 256 sequences and 8,192 tokens). Returns how many it built (0 without cuDNN); shapes cuDNN has no engine
+// for are kept refused, as on first use.
+int64_t cudnn_attention_build_buckets(int64_t max_num_seqs, int64_t max_num_tokens, int64_t max_model_len,
+                                      int64_t min_query_len, int64_t num_blocks, void* stream);
 // How many plans are built and how many shapes refused, in this process (tests).
 struct CudnnPlanCounts {
     int64_t plans = 0, refused = 0;

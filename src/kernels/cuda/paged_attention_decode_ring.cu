@@ -42,15 +42,6 @@ namespace {
 constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Shared memory sizes: K and V [kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a lane's
-// two rows [D / 8 * 4][32] floats.
-template <int D>
-constexpr size_t kDecodeKvBytes = size_t(2 * kKeysPerTile<D>) * kRowStride<D> * 2;
-template <int D>
-constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
-template <int D>
-constexpr size_t kDecodeTotalBytes = size_t(D / 8 * 4) * 32 * sizeof(float);
-
 // The decode kernel. kDecodeWarps warps share one (token, head chunk)'s tiles: each scores every key of a tile (the
 // general kernel's tile_weights: no maxima or weights pass between warps) and accumulates its share of O's dim blocks
 // (warp w: blocks w kDecodeDims..). K and V pass through a ring of kDecodeStages stages each: stage i % kDecodeStages
