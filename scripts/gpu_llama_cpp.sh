@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # llama.cpp side by side with taco_llm on the GPU machine (issue 13 item 7), on the same random Llama-3.1-8B model, in
-# two calls:
+# two calls back to back on the same warm machine (a machine is held 30 s after a call; its /tmp survives between the
+# two), each carrying .device/bundle.tar.xz, .device/llama_cpp_src.tar.xz and .device/llama_cpp_convert.tar.xz (with
+# the tree about 62 MB of the 64 MiB a call carries; llama.cpp's built CUDA library alone compresses to ~40 MB, so
+# binaries are never carried, and each session builds it there again):
 #   scripts/gpu_llama_cpp.sh build   builds llama.cpp's llama-bench and llama-batched-bench for sm_90 (CUDA, shared
-#                                    libraries, stripped) from the public snapshot carried as
-#                                    .device/llama_cpp_src.tar.xz, and leaves them in $OUT as
-#                                    llama_cpp_bin.tar.xz.part-* (under 16 MiB each, what comes back from a call); keep
-#                                    those in .device/ for every later session (or make them here, with no
-#                                    device time: scripts/llama_cpp_local_build.sh).
-#   scripts/gpu_llama_cpp.sh bench   (carrying .device/bundle.tar.xz, .device/llama_cpp_convert.tar.xz and the
-#                                    parts: with the tree, 64 MiB at most, so the parts may take about 14 MB) writes the
-#                                    random checkpoint (tools/make_random_checkpoint.py) with Llama 3's tokenizer,
-#                                    converts it to a bf16 GGUF with the snapshot's convert_hf_to_gguf.py, and runs in
-#                                    one call: llama-bench (prompt 1024, and 128 tokens of decode at depth 0 and 1024,
-#                                    flash attention on), llama-batched-bench (1024 prompt tokens, 400 generated, 1 / 2
-#                                    / 4 / 8 / 32 / 64 sequences), and taco_llm's bench latency and bench batch on the
-#                                    same checkpoint (its weights, not dummy ones).
+#                                    libraries) from the public snapshot, writes the random checkpoint
+#                                    (tools/make_random_checkpoint.py) with Llama 3's tokenizer and converts it to a bf16
+#                                    GGUF with the snapshot's convert_hf_to_gguf.py, all under /tmp;
+#   scripts/gpu_llama_cpp.sh bench   runs in one call: llama-bench (prompt 1024, and 128 tokens of decode at depth 0 and
+#                                    1024, flash attention on), llama-batched-bench (1024 prompt tokens, 400 generated,
+#                                    1 / 2 / 4 / 8 / 32 / 64 sequences), and taco_llm's bench latency and bench batch on
+#                                    the same checkpoint (its weights, not dummy ones). Whatever the build phase left
+#                                    undone (another machine came) it does first, as far as its time allows.
 # scripts/llama_cpp_snapshot.sh makes the two source archives here (a public llama.cpp snapshot and Llama 3's
 # tokenizer; never committed). Logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -29,29 +27,21 @@ done
 nvidia-smi -L >"$out/machine.txt" 2>&1
 bin=$work/build/bin
 
-if [ "$phase" = build ]; then
-  step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
-  step llama_build 540 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
-  strip "$bin/llama-bench" "$bin/llama-batched-bench" "$bin"/*.so*
-  (cd "$work/build" && tar -cf - bin/llama-bench bin/llama-batched-bench bin/*.so*) | xz -6 -T0 |
-    split -b 15M - "$out/llama_cpp_bin.tar.xz.part-"
-  ls -la "$out" >>"$out/summary.txt"
-  exit $status
-fi
-
-if [ ! -x "$bin/llama-bench" ]; then
-  mkdir -p "$work/build"
-  cat .device/llama_cpp_bin.tar.xz.part-* | xz -dc | tar -C "$work/build" -xf - || exit 1
-fi
-export LD_LIBRARY_PATH="$bin:$bin/deps:$LD_LIBRARY_PATH"  # deps/: scripts/llama_cpp_local_build.sh's
 ckpt=/tmp/llama-3.1-8b-random
+gguf=$work/llama-3.1-8b-random-bf16.gguf
+if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-batched-bench" ]; then
+  # sm_90 SASS only (90-real): no PTX to carry or JIT.
+  step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90-real -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
+  step llama_build 420 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
+fi
 [ -f "$ckpt/model.safetensors.index.json" ] ||
   step checkpoint 150 python3 tools/make_random_checkpoint.py bench/models/llama-3.1-8b "$ckpt"
 cp "$work/tokenizer/"* "$ckpt/"
-gguf=$work/llama-3.1-8b-random-bf16.gguf
 [ -f "$gguf" ] || step gguf 240 python3 "$work/llama.cpp/convert_hf_to_gguf.py" "$ckpt" --outtype bf16 --outfile "$gguf"
+[ "$phase" = build ] && exit $status
+export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
 # llama.cpp: bs=1 prompt and decode (decode at depth 1024 is BENCHMARKS.md's anchor), then 1..64 sequences.
 step llama_bench 150 "$bin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1024 -n 128 -d 0,1024 -r 3 -o json
 cp "$out/llama_bench.log" "$out/llama_bench.json"
