@@ -30,13 +30,19 @@ step attention_bench 200 "$build/cuda_attention_bench" --benchmark_min_time=0.02
 # gpu__time_duration of 40 launches at 32k keys (bs=1) and at bs=64 over 1k keys in a graph bucket's capacity.
 decode_cases="bs1_32k:batch:1/context:32768/capacity:0 bs1_1k:batch:1/context:1024/capacity:131072
   bs64_1k:batch:64/context:1024/capacity:131072"
-for decode in $decode_cases; do
-  name=ncu_decode_${decode%%:*} decode=${decode#*:}
-  step "$name" 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-    --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$build/cuda_attention_bench" \
-    --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
-  python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
-done
+# ncu_decode SUFFIX BENCH_BINARY [VAR=VALUE...]: the three decode cases' kernel times, in ncu_decode_<case>SUFFIX.
+ncu_decode() {
+  local suffix=$1 binary=$2 decode name
+  shift 2
+  for decode in $decode_cases; do
+    name=ncu_decode_${decode%%:*}$suffix decode=${decode#*:}
+    step "$name" 60 env "$@" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+      --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$binary" \
+      --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
+    python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
+  done
+}
+ncu_decode "" "$build/cuda_attention_bench"
 # TACO_QUICK_PROFILE=1: where the attention kernels' time goes (scripts/gpu_profile.sh attention: stall reasons, bytes,
 # occupancy of one prefill and two decode launches).
 [ "${TACO_QUICK_PROFILE:-0}" = 1 ] && step profile_attention 120 env OUT="$out" scripts/gpu_profile.sh attention
@@ -51,13 +57,7 @@ if [ -n "$before" ]; then
   step attention_bench_before 120 "$before/cuda_attention_bench" --benchmark_min_time=0.02 \
     --benchmark_filter="${TACO_QUICK_BEFORE_FILTER:-BM_Decode/kernel:[023]}" \
     --benchmark_out="$out/cuda_attention_bench_before.json" --benchmark_out_format=json
-  for decode in $decode_cases; do
-    name=ncu_decode_${decode%%:*}_before decode=${decode#*:}
-    step "$name" 60 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-      --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$before/cuda_attention_bench" \
-      --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
-    python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
-  done
+  ncu_decode _before "$before/cuda_attention_bench"
 fi
 # Which forms of cuDNN's attention graph the machine's cuDNN has an engine for (cudnn_attention.h).
 step cudnn_probe 60 "$build/cuda_attention_bench" --benchmark_filter=BM_CudnnGraphProbe
@@ -110,13 +110,7 @@ for switch in ${TACO_QUICK_OPT_INS:-}; do
   step "attention_bench_${switch}_on" 120 env "$switch=1" "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
     --benchmark_filter='BM_Decode/kernel:0' --benchmark_out="$out/cuda_attention_bench_${switch}_on.json" \
     --benchmark_out_format=json
-  for decode in $decode_cases; do
-    name=ncu_decode_${decode%%:*}_${switch}_on decode=${decode#*:}
-    step "$name" 60 env "$switch=1" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-      --csv --launch-skip 20 --launch-count 40 --log-file "$out/$name.csv" "$build/cuda_attention_bench" \
-      --benchmark_filter="BM_Decode/kernel:0/$decode" --benchmark_min_time=0.001
-    python3 tools/ncu_summary.py "$out/$name.csv" 10 >"$out/$name.txt" 2>&1
-  done
+  ncu_decode "_${switch}_on" "$build/cuda_attention_bench" "$switch=1"
   bench_all "_${switch}_on" "$switch=1"
 done
 exit $status
