@@ -11,20 +11,21 @@ cd "$(dirname "$0")/.."
 source scripts/preset.sh
 preset=${1:-$(taco_default_preset)}
 bundle=.device/bundle
-# What the GPU suite runs (gpu_suite.sh, gpu_profile.sh): the CLI, the two test binaries with CUDA tests and the CUDA
-# micro-benchmarks. The others run on the CPU here, and with them the bundle (~36 MB) and the tree (~36 MB) pass the
-# carried tree's 64 MiB; TACO_BUNDLE_ALL=1 takes every test and benchmark (device_tests.sh, with a smaller tree).
-if [ "${TACO_BUNDLE_ALL:-0}" = 1 ]; then
-  bins=("build/$preset/taco_llm" "build/$preset"/taco_*_tests "build/$preset"/*_bench)
-else
-  bins=("build/$preset/taco_llm" "build/$preset/taco_kernels_tests" "build/$preset/taco_cuda_tests"
-    "build/$preset"/cuda_*_bench)
-fi
 # Only what travels is built (the rest of the tree is CPU work, built and run here by scripts/test.sh).
 if [ "${TACO_BUNDLE_ALL:-0}" = 1 ]; then
   scripts/build.sh "$preset"
 else
   scripts/build.sh "$preset" --target taco_llm taco_kernels_tests taco_cuda_tests cuda_gemm_bench cuda_attention_bench
+fi
+# What the GPU suite runs (gpu_suite.sh, gpu_profile.sh): the CLI, the two test binaries with CUDA tests and the CUDA
+# micro-benchmarks. The others run on the CPU here, and with them the bundle (~36 MB) and the tree (~36 MB) pass the
+# carried tree's 64 MiB; TACO_BUNDLE_ALL=1 takes every test and benchmark (device_tests.sh, with a smaller tree).
+# (The list is made after the build: on a fresh tree a glob made before it would match nothing.)
+if [ "${TACO_BUNDLE_ALL:-0}" = 1 ]; then
+  bins=("build/$preset/taco_llm" "build/$preset"/taco_*_tests "build/$preset"/*_bench)
+else
+  bins=("build/$preset/taco_llm" "build/$preset/taco_kernels_tests" "build/$preset/taco_cuda_tests"
+    "build/$preset"/cuda_*_bench)
 fi
 rm -rf "$bundle" && mkdir -p "$bundle/lib"
 for b in "${bins[@]}"; do cp "$b" "$bundle/"; done
