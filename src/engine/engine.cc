@@ -75,7 +75,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
         sc.max_model_len = decoder->max_positions();
     }
     sc.max_num_batched_tokens = config.max_num_batched_tokens;
-    sc.max_num_seqs = config.max_num_seqs_for(device);
+    sc.max_num_seqs = config.max_num_seqs;
     sc.enable_chunked_prefill = config.enable_chunked_prefill;
     sc.long_prefill_token_threshold = config.long_prefill_token_threshold;
     sc.max_num_partial_prefills = config.max_num_partial_prefills.value_or(0);

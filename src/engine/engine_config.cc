@@ -7,9 +7,6 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "exec/sampling_params.h"
-#ifdef TACO_WITH_CUDA
-#include "kernels/cuda/device_info.h"
-#endif
 
 namespace taco {
 
@@ -22,9 +19,9 @@ Status EngineConfig::validate() const {
     if (max_num_batched_tokens < 1 || max_num_batched_tokens > limits::kMaxBatchedTokens)
         return error("--max-num-batched-tokens must be in [1, {}] (limits::kMaxBatchedTokens), got {}",
                      limits::kMaxBatchedTokens, max_num_batched_tokens);
-    if (max_num_seqs && (*max_num_seqs < 1 || *max_num_seqs > limits::kMaxNumSeqs))
+    if (max_num_seqs < 1 || max_num_seqs > limits::kMaxNumSeqs)
         return error("--max-num-seqs must be in [1, {}] (limits::kMaxNumSeqs), got {}", limits::kMaxNumSeqs,
-                     *max_num_seqs);
+                     max_num_seqs);
     if (block_size < 1 || (block_size & (block_size - 1)) != 0)
         return error("--block-size must be a power of two, got {}", block_size);
     if (!std::isfinite(kv_cache_gb) || kv_cache_gb < 0)
@@ -53,23 +50,6 @@ Status EngineConfig::validate() const {
     if (enforce_eager && !cuda_graph_sizes.empty())
         return error("--cuda-graph-sizes with --enforce-eager: eager steps capture no graphs; give one of them");
     return Status::ok();
-}
-
-int64_t default_max_num_seqs(Device device) {
-#ifdef TACO_WITH_CUDA
-    if (device == Device::kCuda) {
-        // vLLM's rule and its reason for the exception: a larger step budget measured slower on A100s.
-        if (const auto gpu = cuda::current_device();
-            gpu && gpu->total_memory_bytes >= (size_t(70) << 30) && gpu->name.find("A100") == std::string::npos)
-            return kLargeGpuMaxNumSeqs;
-    }
-#endif
-    (void)device;
-    return kDefaultMaxNumSeqs;
-}
-
-int64_t EngineConfig::max_num_seqs_for(Device device) const {
-    return max_num_seqs ? *max_num_seqs : default_max_num_seqs(device);
 }
 
 Status EngineConfig::validate_for(Device device) const {

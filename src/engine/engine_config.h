@@ -14,12 +14,6 @@
 
 namespace taco {
 
-// vLLM's default --max-num-seqs for a device (its EngineArgs.get_batch_defaults): kLargeGpuMaxNumSeqs on a CUDA GPU
-// with at least 70 GiB of memory whose name does not say A100, kDefaultMaxNumSeqs elsewhere (the CPU included).
-inline constexpr int64_t kDefaultMaxNumSeqs = 256;
-inline constexpr int64_t kLargeGpuMaxNumSeqs = 1024;
-int64_t default_max_num_seqs(Device device);
-
 struct EngineConfig {
     std::string model_dir;
     // vLLM's --tokenizer: the folder whose tokenizer files (tokenizer.json / tokenizer.model / vocab.json) the engine
@@ -33,9 +27,7 @@ struct EngineConfig {
 
     int64_t max_model_len = 0;  // 0: derived from the config as vLLM does
     int64_t max_num_batched_tokens = 8192;
-    // nullopt: the device's default, as vLLM's (default_max_num_seqs): 1024 on a GPU of at least 70 GiB other than
-    // an A100 (an H100 or H200, where a larger batch shares each step's weight reads), else 256.
-    std::optional<int64_t> max_num_seqs;
+    int64_t max_num_seqs = 256;
     bool enable_chunked_prefill = true;
     int64_t long_prefill_token_threshold = 0;  // > 0: tokens one request computes per step at most (vLLM's)
     // vLLM's --max-num-partial-prefills / --max-long-partial-prefills, each at least 1 (SchedulerConfig has what they
@@ -74,8 +66,6 @@ struct EngineConfig {
     int64_t max_logprobs = 20;
 
     Status validate() const;
-    // max_num_seqs resolved: the one given, else default_max_num_seqs of the device.
-    int64_t max_num_seqs_for(Device device) const;
     // The checks that need the device the engine runs on (the GPU-only flags on the CPU).
     Status validate_for(Device device) const;
     // async_scheduling resolved for the device (a bad TACO_ASYNC_SCHEDULING is an error naming it).

@@ -8,8 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/engine_config.h"
-
 namespace taco::cuda {
 namespace {
 
@@ -55,27 +53,6 @@ TEST(CudaDeviceInfo, ListsEveryDeviceTheRuntimeReports) {
         EXPECT_EQ(d.total_memory_bytes, total_bytes);
         EXPECT_GT(d.total_memory_bytes, size_t(1) << 30);
     }
-}
-
-// The device CUDA calls go to, and vLLM's --max-num-seqs default on it: 1024 on a GPU of >= 70 GiB but an A100 (the
-// H100s and H200s this project measures on), 256 on smaller GPUs and on A100s.
-TEST(CudaDeviceInfo, TheCurrentDeviceSetsTheDefaultMaxNumSeqs) {
-    int count = 0;
-    const cudaError_t error = runtime_device_count(&count);
-    const std::string reason = unusable_reason(error, count);
-    if (!reason.empty()) GTEST_SKIP() << reason;
-
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    const std::optional<DeviceInfo> current = current_device();
-    ASSERT_TRUE(current.has_value());
-    EXPECT_EQ(current->index, 0);
-    EXPECT_EQ(current->name, list_devices().front().name);
-    const bool large =
-        current->total_memory_bytes >= (size_t(70) << 30) && current->name.find("A100") == std::string::npos;
-    if (current->name.find("H100") != std::string::npos || current->name.find("H200") != std::string::npos)
-        EXPECT_TRUE(large) << current->name;
-    EXPECT_EQ(default_max_num_seqs(Device::kCuda), large ? 1024 : 256) << current->name;
-    EXPECT_EQ(default_max_num_seqs(Device::kCpu), 256);
 }
 
 TEST(CudaDeviceInfo, WithoutAUsableDriverTheListIsEmpty) {

@@ -111,17 +111,6 @@ TEST(EngineConfigLimits, StepSizesHaveADocumentedMaximum) {
     EXPECT_NE(error_of(config.validate()).find("--max-model-len must be at most"), std::string::npos);
 }
 
-// --max-num-seqs left out takes vLLM's default for the device: 256 on the CPU (1024 on a large GPU, which
-// tests/cuda checks where it runs); a value given is kept as given, on every device.
-TEST(EngineConfigLimits, MaxNumSeqsDefaultsPerDeviceAsVllm) {
-    EngineConfig config;
-    EXPECT_EQ(default_max_num_seqs(Device::kCpu), kDefaultMaxNumSeqs);
-    EXPECT_EQ(config.max_num_seqs_for(Device::kCpu), 256);
-    config.max_num_seqs = 3;
-    EXPECT_EQ(config.max_num_seqs_for(Device::kCpu), 3);
-    EXPECT_EQ(config.max_num_seqs_for(Device::kCuda), 3);
-}
-
 // A context length within limits::kMaxModelPositions but past what the CPU's KV budget holds for one request is a
 // startup error naming the flags, before any buffer is sized for it (the rotary tables alone of 2^30 positions
 // took tens of GiB and aborted in the allocator).

@@ -19,14 +19,4 @@ std::vector<DeviceInfo> list_devices() {
     return devices;
 }
 
-std::optional<DeviceInfo> current_device() {
-    int index = 0;
-    cudaDeviceProp prop{};
-    if (cudaGetDevice(&index) != cudaSuccess || cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
-        cudaGetLastError();
-        return std::nullopt;
-    }
-    return DeviceInfo{index, prop.name, prop.major, prop.minor, prop.totalGlobalMem};
-}
-
 }  // namespace taco::cuda

@@ -1,7 +1,6 @@
 // What CUDA devices this process can see. Plain C++ header so the CLI can include it without nvcc.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +16,5 @@ struct DeviceInfo {
 
 // Empty when no driver or no device is present (never aborts: a CPU-only machine is a normal case).
 std::vector<DeviceInfo> list_devices();
-
-// The device this process's CUDA calls go to (cudaGetDevice); nullopt when there is none.
-std::optional<DeviceInfo> current_device();
 
 }  // namespace taco::cuda

@@ -14,8 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/bench_plot.h"
-#include "engine/engine_config.h"
-#include "engine/model_loading.h"
 #include "engine/offline_bench.h"
 #include "model/model_config.h"
 #include "tools/cli/command.h"
@@ -142,13 +140,7 @@ void run_bench_engine(BenchEngineArgs& args) {
     if (args.workload == Workload::kBatch) {
         int64_t largest = 1;
         for (int64_t b : args.batch_sizes) largest = std::max(largest, b);
-        // The largest batch asked for runs whole: --max-num-seqs (given, else the device's default) at least that.
-        if (!args.engine.max_num_seqs) {
-            auto device = select_device(args.engine.device);
-            if (!device) fail(device.status().message());
-            args.engine.max_num_seqs = default_max_num_seqs(*device);
-        }
-        args.engine.max_num_seqs = std::max(*args.engine.max_num_seqs, largest);
+        args.engine.max_num_seqs = std::max(args.engine.max_num_seqs, largest);
     }
     args.engine.show_load_progress = true;
     auto engine = Engine::create(args.engine);

@@ -50,9 +50,7 @@ inline void add_engine_flags(CLI::App* app, EngineConfig& config) {
     app->add_option("--max-model-len", config.max_model_len, "Context length limit (default: from the model config)");
     app->add_option("--max-num-batched-tokens", config.max_num_batched_tokens, "Tokens computed per engine step")
         ->capture_default_str();
-    app->add_option_function<int64_t>(
-           "--max-num-seqs", [&config](int64_t value) { config.max_num_seqs = value; }, "Requests running at once")
-        ->default_str("1024 on a GPU of >= 70 GiB but an A100 (H100, H200), else 256; as vLLM");
+    app->add_option("--max-num-seqs", config.max_num_seqs, "Requests running at once")->capture_default_str();
     app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", config.enable_prefix_caching,
                   "Reuse the KV cache of shared prompt prefixes")
         ->capture_default_str();
