@@ -5,8 +5,8 @@
 # decode attention kernel's time (Nsight Compute), the cuDNN graph probe, `bench batch` and `bench latency` at 1k and
 # 32k on the 8B shape, also with each TACO_CUDA_* switch named in TACO_QUICK_SWITCHES off (for example
 # "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in switch named in TACO_QUICK_OPT_INS
-# on ("TACO_CUDA_DECODE_RING TACO_CUDA_CUDNN_WARMUP": the suites, the decode attention cases and their kernels' times,
-# and the benches with it), 256 running requests with and without async scheduling, and serve's start-up with
+# on (for example "TACO_CUDA_CUDNN_WARMUP": the suites and the benches with it, and for a TACO_CUDA_DECODE_* kernel
+# switch the decode attention cases and their kernels' times), 256 running requests with and without async scheduling, and serve's start-up with
 # a checkpoint (and dummy weights where asked). Where .device/before.tar.xz is carried too (an earlier build's
 # taco_llm and cuda_attention_bench, compressed), the decode attention cases, bench batch and the 32k latency run with
 # those too.

@@ -38,12 +38,6 @@ bool decode_attention_enabled() {
     return enabled;
 }
 
-bool decode_ring_enabled() {
-    static const bool enabled = env_opt_in("TACO_CUDA_DECODE_RING", std::getenv("TACO_CUDA_DECODE_RING"),
-                                           "the decode attention kernel with a ring of K/V stages");
-    return enabled;
-}
-
 bool cudnn_attention_enabled() {
     static const bool enabled = env_switch("TACO_CUDA_CUDNN_ATTENTION", std::getenv("TACO_CUDA_CUDNN_ATTENTION"),
                                            "cuDNN's fused attention for long prefill steps");

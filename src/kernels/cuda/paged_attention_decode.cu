@@ -410,18 +410,11 @@ bool decode_attention_supports(DType act, DType cache, int head_dim) {
     return (act == DType::kBF16 || act == DType::kF16) && cache == act && dims && hopper_code_runs();
 }
 
-int decode_attention_ctas_per_sm(DType act, int head_dim) {
-    if (decode_ring_enabled()) return ring_decode_attention_ctas_per_sm(act, head_dim);
-    return run_decode_for(act, head_dim, nullptr, nullptr);
-}
+int decode_attention_ctas_per_sm(DType act, int head_dim) { return run_decode_for(act, head_dim, nullptr, nullptr); }
 
 void launch_paged_decode_attention(const AttentionLaunch& p, void* stream) {
     TACO_CHECK_MSG(p.tokens_per_cta == 1 && p.heads_per_cta <= kRows,
                    "paged_attention (decode): {} tokens of {} heads per CTA", p.tokens_per_cta, p.heads_per_cta);
-    if (decode_ring_enabled()) {
-        launch_ring_decode_attention(p, stream);
-        return;
-    }
     run_decode_for(p.act, p.head_dim, &p, as_stream(stream));
 }
 

@@ -1,4 +1,4 @@
-// The decode kernels' staging of a tile's K or V rows (paged_attention_decode.cu, paged_attention_decode_ring.cu).
+// The decode kernel's staging of a tile's K or V rows (paged_attention_decode.cu).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -60,11 +60,6 @@ void launch_paged_attention_mma(const AttentionLaunch& launch, void* stream);
 bool decode_attention_supports(DType act, DType cache, int head_dim);
 int decode_attention_ctas_per_sm(DType act, int head_dim);
 void launch_paged_decode_attention(const AttentionLaunch& launch, void* stream);
-// TACO_CUDA_DECODE_RING (env_opt_in, read once): 1, the two functions above run paged_attention_decode_ring.cu's
-// kernel (K and V through a ring of stages; the same cases and bits) instead; unset or 0, the four-warp kernel.
-bool decode_ring_enabled();
-int ring_decode_attention_ctas_per_sm(DType act, int head_dim);
-void launch_ring_decode_attention(const AttentionLaunch& launch, void* stream);
 
 // Queues the attention kernel (any of the three) and, with partials, the merge kernel on the stream (a cudaStream_t).
 void launch_paged_attention(const AttentionLaunch& launch, void* stream);
