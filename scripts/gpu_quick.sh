@@ -101,6 +101,21 @@ fi
 # TACO_QUICK_STARTUP=0 skips it.
 [ "${TACO_QUICK_STARTUP:-1}" = 1 ] && step startup_checkpoint 180 env TACO_STARTUP_CHECKPOINT=1 scripts/gpu_startup.sh
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
+# TACO_QUICK_FLAG_VARIANTS: engine flags to measure against the defaults, variants separated by ';' (for example
+# "--max-num-seqs 1024"): the three workloads again with each variant's flags added, and the throughput workload too
+# where TACO_QUICK_THROUGHPUT=1. Files are suffixed with the flags (non-alphanumerics as '_').
+IFS=';' read -ra flag_variants <<<"${TACO_QUICK_FLAG_VARIANTS:-}"
+for variant in "${flag_variants[@]}"; do
+  read -ra flags <<<"$variant"
+  [ ${#flags[@]} = 0 ] && continue
+  suffix=$(printf '%s' "${flags[*]}" | tr -c 'a-zA-Z0-9' '_')
+  defaults=("${common[@]}")
+  common+=("${flags[@]}")
+  bench_all "$suffix"
+  [ "${TACO_QUICK_THROUGHPUT:-0}" = 1 ] && step "bench_throughput$suffix" 240 "$build/taco_llm" bench throughput "$m" \
+    "${common[@]}" --output-json "$out/bench_throughput$suffix.json"
+  common=("${defaults[@]}")
+done
 # Each opt-in switch on: the goldens, graphs and attention suite first (a path is made the default only after they
 # pass with it), then the benches.
 for switch in ${TACO_QUICK_OPT_INS:-}; do
