@@ -103,7 +103,8 @@ fi
 for switch in ${TACO_QUICK_SWITCHES:-}; do bench_all "_${switch}_off" "$switch=0"; done
 # TACO_QUICK_FLAG_VARIANTS: engine flags to measure against the defaults, variants separated by ';' (for example
 # "--max-num-seqs 1024"): the three workloads again with each variant's flags added, and the throughput workload too
-# where TACO_QUICK_THROUGHPUT=1. Files are suffixed with the flags (non-alphanumerics as '_').
+# with TACO_QUICK_VARIANT_THROUGHPUT=1 (about 190 s each). Files are suffixed with the flags (non-alphanumerics as
+# '_').
 IFS=';' read -ra flag_variants <<<"${TACO_QUICK_FLAG_VARIANTS:-}"
 for variant in "${flag_variants[@]}"; do
   read -ra flags <<<"$variant"
@@ -112,7 +113,7 @@ for variant in "${flag_variants[@]}"; do
   defaults=("${common[@]}")
   common+=("${flags[@]}")
   bench_all "$suffix"
-  [ "${TACO_QUICK_THROUGHPUT:-0}" = 1 ] && step "bench_throughput$suffix" 240 "$build/taco_llm" bench throughput "$m" \
+  [ "${TACO_QUICK_VARIANT_THROUGHPUT:-0}" = 1 ] && step "bench_throughput$suffix" 240 "$build/taco_llm" bench throughput "$m" \
     "${common[@]}" --output-json "$out/bench_throughput$suffix.json"
   common=("${defaults[@]}")
 done
