@@ -6,10 +6,10 @@
 # 32k on the 8B shape, also with each TACO_CUDA_* switch named in TACO_QUICK_SWITCHES off (for example
 # "TACO_CUDA_DECODE_ATTENTION": its before/after in the same call) and each opt-in switch named in TACO_QUICK_OPT_INS
 # on (for example "TACO_CUDA_CUDNN_WARMUP": the suites and the benches with it, and for a TACO_CUDA_DECODE_* kernel
-# switch the decode attention cases and their kernels' times), 256 running requests with and without async scheduling, and serve's start-up with
-# a checkpoint (and dummy weights where asked). Where .device/before.tar.xz is carried too (an earlier build's
-# taco_llm and cuda_attention_bench, compressed), the decode attention cases, bench batch and the 32k latency run with
-# those too.
+# switch the decode attention cases and their kernels' times), 256 running requests with and without async
+# scheduling, and serve's start-up with a checkpoint (and dummy weights where asked). Where .device/before.tar.xz is
+# carried too (an earlier build's taco_llm and cuda_attention_bench, compressed), the decode attention cases, bench
+# batch and the 32k latency run with those too.
 # TACO_QUICK_ATTENTION_FILTER narrows the attention benchmark. Run on the GPU machine after scripts/device_bundle.sh
 # here, carrying .device/bundle.tar.xz; logs and JSON in $OUT, a line per step in summary.txt.
 set -uo pipefail
@@ -113,8 +113,8 @@ for variant in "${flag_variants[@]}"; do
   defaults=("${common[@]}")
   common+=("${flags[@]}")
   bench_all "$suffix"
-  [ "${TACO_QUICK_VARIANT_THROUGHPUT:-0}" = 1 ] && step "bench_throughput$suffix" 240 "$build/taco_llm" bench throughput "$m" \
-    "${common[@]}" --output-json "$out/bench_throughput$suffix.json"
+  [ "${TACO_QUICK_VARIANT_THROUGHPUT:-0}" = 1 ] && step "bench_throughput$suffix" 240 "$build/taco_llm" bench \
+    throughput "$m" "${common[@]}" --output-json "$out/bench_throughput$suffix.json"
   common=("${defaults[@]}")
 done
 # Each opt-in switch on: the goldens, graphs and attention suite first (a path is made the default only after they

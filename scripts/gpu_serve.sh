@@ -15,7 +15,8 @@ common=(--load-format dummy --device cuda --dtype bfloat16 --no-enable-prefix-ca
 tar -C .device -xJf .device/llama_cpp_convert.tar.xz tokenizer || exit 1
 step serve_256_batch 120 "$build/taco_llm" bench batch "$m" "${common[@]}" --batch-sizes 256 --input-len 1024 \
   --output-len 256 --output-json "$out/serve_256_batch.json"
-"$build/taco_llm" serve "$m" "${common[@]}" --tokenizer .device/tokenizer --port $port >"$out/serve_256_server.log" 2>&1 &
+"$build/taco_llm" serve "$m" "${common[@]}" --tokenizer .device/tokenizer --port $port \
+  >"$out/serve_256_server.log" 2>&1 &
 pid=$!
 # Ready when /health answers (Python's urllib: the device machine may lack curl).
 python3 - "$port" "$pid" <<'PY'
@@ -31,6 +32,11 @@ while time.time() < deadline:
         time.sleep(0.2)
 sys.exit(1)
 PY
+if [ $? != 0 ]; then  # the server died or never answered: its log says why, and nothing is measured against it
+  echo "serve_256 rc=1 (the server was not ready in 90 s: serve_256_server.log)" | tee -a "$out/summary.txt"
+  kill $pid 2>/dev/null
+  exit 1
+fi
 # " hello" is one Llama 3 token: the prompt is 1024 tokens with the begin-of-text token.
 prompt="hello$(printf ' hello%.0s' $(seq 1022))"
 step serve_256 180 "$build/taco_llm" bench serve --port $port --prompt "$prompt" --concurrency 256 --num-prompts 256 \
