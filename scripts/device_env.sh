@@ -4,8 +4,15 @@
 # $out (logs, $OUT), $preset and $build.
 out=${OUT:-/tmp/taco-out}
 mkdir -p "$out"
-# The bundle travels compressed.
-[ -f .device/bundle.tar.xz ] && tar -C .device -xJf .device/bundle.tar.xz
+# The bundle travels compressed. Unpacked once per carried archive (a stamp newer than it), under a lock: two scripts
+# of one call (gpu_llama_cpp.sh build beside the suites) must not rewrite libraries the other has loaded.
+if [ -f .device/bundle.tar.xz ]; then
+  (
+    flock 9
+    [ .device/bundle/.unpacked -nt .device/bundle.tar.xz ] ||
+      { tar -C .device -xJf .device/bundle.tar.xz && touch .device/bundle/.unpacked; }
+  ) 9>.device/.unpack.lock
+fi
 export LD_LIBRARY_PATH="$PWD/.device/bundle/lib:${LD_LIBRARY_PATH:-}"
 mkdir -p /work && ln -sfn "$PWD" /work/main
 preset=$(cat .device/bundle/preset 2>/dev/null || echo cuda)

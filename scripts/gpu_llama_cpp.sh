@@ -29,17 +29,28 @@ bin=$work/build/bin
 
 ckpt=/tmp/llama-3.1-8b-random
 gguf=$work/llama-3.1-8b-random-bf16.gguf
+# The compile (CPU) runs beside the checkpoint's writing (on the GPU) and the GGUF conversion (one core and the disk).
+# Once the checkpoint is written the GPU is free: /tmp/side_by_side/gpu_free tells a suite run beside this phase.
+rm -f "$work/gpu_free"
 if [ ! -x "$bin/llama-bench" ] || [ ! -x "$bin/llama-batched-bench" ]; then
   # sm_90 SASS only (90-real): no PTX to carry or JIT.
-  step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90-real -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF
-  step llama_build 420 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
+  (
+    step llama_configure 120 cmake -S "$work/llama.cpp" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90-real -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF &&
+      step llama_build 480 cmake --build "$work/build" -j "$(nproc)" --target llama-bench llama-batched-bench
+  ) &
+  compile=$!
 fi
 [ -f "$ckpt/model.safetensors.index.json" ] ||
   step checkpoint 150 python3 tools/make_random_checkpoint.py bench/models/llama-3.1-8b "$ckpt"
+touch "$work/gpu_free"
 cp "$work/tokenizer/"* "$ckpt/"
-[ -f "$gguf" ] || step gguf 240 python3 "$work/llama.cpp/convert_hf_to_gguf.py" "$ckpt" --outtype bf16 --outfile "$gguf"
+[ -f "$gguf" ] || step gguf 300 python3 "$work/llama.cpp/convert_hf_to_gguf.py" "$ckpt" --outtype bf16 --outfile "$gguf"
+if [ -n "${compile:-}" ]; then
+  wait "$compile" || status=1
+  [ -x "$bin/llama-bench" ] || status=1
+fi
 [ "$phase" = build ] && exit $status
 export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
 # llama.cpp: bs=1 prompt and decode (decode at depth 1024 is BENCHMARKS.md's anchor), then 1..64 sequences.
