@@ -35,11 +35,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_once.h"
+#include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
@@ -55,10 +57,10 @@ namespace {
 constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Shared memory sizes: K and V [kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a lane's
-// two rows [D / 8 * 4][32] floats.
-template <int D>
-constexpr size_t kDecodeKvBytes = size_t(2 * kKeysPerTile<D>) * kRowStride<D> * 2;
+// Shared memory sizes: K and V [kStages][kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a
+// lane's two rows [D / 8 * 4][32] floats.
+template <int D, int kStages>
+constexpr size_t kDecodeKvBytes = size_t(2 * kStages * kKeysPerTile<D>) * kRowStride<D> * 2;
 template <int D>
 constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
 template <int D>
@@ -89,11 +91,15 @@ constexpr size_t kCoopPBytes = size_t(16) * kKeysPerTile<D> * sizeof(float);
 template <int D>
 constexpr size_t kDecodeQTotalBytes = kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
                                                        : kDecodeQBytes<D> + kDecodeTotalBytes<D>;
-template <int D>
-constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
+template <int D, int kStages>
+constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D, kStages> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
                                   size_t(kCoopWarps) * 16 * sizeof(float);
 
-template <class T, int D, bool kUpperRows, bool kPlainScores>
+// kStages tiles of K and V in flight: 1, the next tile's K is asked for once every warp has scored the current one
+// and its V once P V is done; 2 (TACO_CUDA_DECODE_PIPELINE, opt-in), the tile after the next one's, into the
+// buffers just freed, so that a tile's copies have a whole tile's arithmetic more to land in (twice the K and V
+// buffers: 80 KB at head dim 128, two CTAs to an SM instead of four).
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
 __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk copy engine; other GPUs run the general kernel
@@ -104,14 +110,15 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     constexpr int kNb = kCoopKeyBlocks<D>, kNd = kCoopDimBlocks<D>;
     constexpr int kRowHalves = kUpperRows ? 2 : 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* k_s = reinterpret_cast<T*>(smem_raw);
-    T* v_s = k_s + kKeys * S;
-    T* q_s = v_s + kKeys * S;
-    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D>;
+    T* k_stages = reinterpret_cast<T*>(smem_raw);  // stage s at k_stages + s kKeys S
+    T* v_stages = k_stages + kStages * kKeys * S;
+    T* q_s = v_stages + kStages * kKeys * S;
+    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D, kStages>;
     float* total_s = reinterpret_cast<float*>(after_kv + (kQInRegisters<D> ? 0 : kDecodeQBytes<D>));
     float* p_s = reinterpret_cast<float*>(after_kv + kDecodeQTotalBytes<D>);
     float* max_s = p_s + 16 * kKeys;
-    __shared__ __align__(8) uint64_t landed[2];  // K's and V's barriers: each completes once per tile
+    // Stage s's K barrier landed[s], its V barrier landed[kStages + s]: each completes once per use of the stage.
+    __shared__ __align__(8) uint64_t landed[2 * kStages];
 
     const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int token = int(blockIdx.x);
@@ -156,8 +163,8 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
     }
     if (tid == 0) {
-        mbarrier_init(&landed[0], 1);
-        mbarrier_init(&landed[1], 1);
+#pragma unroll
+        for (int b = 0; b < 2 * kStages; ++b) mbarrier_init(&landed[b], 1);
         mbarrier_init_fence();
     }
     __syncthreads();
@@ -178,23 +185,41 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
                uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
     };
-    // Warp 0 stages K, warp 1 V (every warp computes the offsets: it needs the tile's bad keys).
-    const auto stage = [&](int which, int64_t off0, int64_t off1) {
+    // Warp 0 stages K, warp 1 V, into stage s (every warp computes the offsets: it needs the tile's bad keys).
+    const auto stage = [&](int which, int s, int64_t off0, int64_t off1) {
         if (warp == which)
-            bulk_stage_rows_for_ctas<T, D>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1,
-                                           &landed[which], lane);
+            bulk_stage_rows_for_ctas<T, D>((which == 0 ? k_stages : v_stages) + s * kKeys * S,
+                                           which == 0 ? k_cache : v_cache, off0, off1, &landed[which * kStages + s],
+                                           lane);
     };
-    uint32_t parity = 0;
+    // The tile after (at, zz) in this CTA's walk: the next of the partition, else the first of its next partition
+    // (zz > z_hi: none).
+    const auto advance = [&](int& at, int& zz) {
+        at += kKeys;
+        if (at >= keys_end_of(zz)) {
+            zz += z_step;
+            at = zz <= z_hi ? first_tile(zz) : 0;
+        }
+    };
 
     int tile = first_tile(z);
-    uint64_t bad_mask;
-    {
+    // The fetch cursor (f_tile, f_z) runs kStages tiles ahead of the tile being computed; tile n of the walk is in
+    // stage n % kStages, and its barriers' phase is n / kStages (parity (n / kStages) & 1). bad_masks[i]: the keys of
+    // tile n + i whose block is outside the cache.
+    int f_tile = tile, f_z = z;
+    uint64_t bad_masks[kStages];
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+        bad_masks[s] = 0;
+        if (f_z > z_hi) continue;
         int64_t off0, off1;
-        offsets_of(tile, z, off0, off1);
-        bad_mask = bad_keys_of(off0, off1);
-        stage(0, off0, off1);
-        stage(1, off0, off1);
+        offsets_of(f_tile, f_z, off0, off1);
+        bad_masks[s] = bad_keys_of(off0, off1);
+        stage(0, s, off0, off1);
+        stage(1, s, off0, off1);
+        advance(f_tile, f_z);
     }
+    int n = 0;
     float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
     bool poisoned[2] = {false, false};
     float* my_total = total_s + lane;  // element i at my_total[32 i]; this warp's dim blocks only
@@ -211,16 +236,17 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         for (int i = 0; i < kNd; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0;
         bool bad[2] = {false, false};
         for (;;) {
-            int next_z = z, next_tile = tile + kKeys;
-            if (next_tile >= keys_end_of(z)) {
-                next_z = z + z_step;
-                next_tile = next_z <= z_hi ? first_tile(next_z) : 0;
-            }
-            const bool has_next = next_z <= z_hi;
+            int next_z = z, next_tile = tile;
+            advance(next_tile, next_z);
+            const bool has_fetch = f_z <= z_hi;  // a tile kStages ahead to stage into this one's buffers
             int64_t off0 = kNoKey, off1 = kNoKey;
-            if (has_next) offsets_of(next_tile, next_z, off0, off1);
+            if (has_fetch) offsets_of(f_tile, f_z, off0, off1);
+            const int cs = kStages == 1 ? 0 : n % kStages;
+            const uint32_t parity = uint32_t(n / kStages) & 1;
+            const T* k_s = k_stages + cs * kKeys * S;
+            const T* v_s = v_stages + cs * kKeys * S;
 
-            mbarrier_wait(&landed[0], parity);  // this tile's K
+            mbarrier_wait(&landed[cs], parity);  // this tile's K
             float s[kNb][4];
 #pragma unroll
             for (int i = 0; i < kNb; ++i) score_block<T, D>(s[i], warp * kNb + i, k_s, q_lane, q_frag, lane);
@@ -244,15 +270,16 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                 const int lo = max(row[rr].first - tile, 0), hi = min(row[rr].pos - tile, kKeys - 1);
                 if (mine[rr] && lo <= hi) {
                     const uint64_t span = hi - lo == 63 ? ~uint64_t(0) : ((uint64_t(1) << (hi - lo + 1)) - 1) << lo;
-                    bad[rr] = bad[rr] || (bad_mask & span) != 0;
+                    bad[rr] = bad[rr] || (bad_masks[0] & span) != 0;
                 }
                 const float q_max = quad_max(tile_max[rr]);
                 if (t == 0) max_s[warp * 16 + rr * 8 + g] = q_max;
             }
             __syncthreads();  // (A) the maxima; every warp is done with K
-            if (has_next) {
-                bad_mask = bad_keys_of(off0, off1);
-                stage(0, off0, off1);
+            uint64_t fetched_bad = 0;
+            if (has_fetch) {
+                fetched_bad = bad_keys_of(off0, off1);
+                stage(0, cs, off0, off1);
             }
             float m_new[2] = {m[0], m[1]}, alpha[2] = {1.0f, 1.0f};
 #pragma unroll
@@ -293,7 +320,7 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                     o[i][3] = __fmul_rn(o[i][3], alpha[1]);
                 }
             }
-            mbarrier_wait(&landed[1], parity);  // this tile's V
+            mbarrier_wait(&landed[kStages + cs], parity);  // this tile's V
 #pragma unroll
             for (int kk = 0; kk < kKeys / 16; ++kk) {
                 const float* p0 = p_s + g * kKeys + kk * 16 + 2 * t;  // row g; row g + 8 at + 8 kKeys
@@ -310,8 +337,14 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                 }
             }
             __syncthreads();  // (C) every warp is done with V and P
-            if (has_next) stage(1, off0, off1);
-            parity ^= 1;
+            if (has_fetch) {
+                stage(1, cs, off0, off1);
+                advance(f_tile, f_z);
+            }
+#pragma unroll
+            for (int i = 0; i + 1 < kStages; ++i) bad_masks[i] = bad_masks[i + 1];
+            bad_masks[kStages - 1] = fetched_bad;
+            ++n;
             tile = next_tile;
             if (next_z != z) break;
         }
@@ -344,11 +377,11 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
 
 // The kernel of (T, D, flags) with its shared memory opted in (once per device), and how many of its CTAs an SM
 // holds.
-template <class T, int D, bool kUpperRows, bool kPlainScores>
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
 int prepared_ctas_per_sm() {
     return once_per_device([](int) {
-        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>;
-        constexpr size_t smem = kCoopSmemBytes<D>;
+        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kStages>;
+        constexpr size_t smem = kCoopSmemBytes<D, kStages>;
         int ctas_per_sm = 0;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kCoopWarps * 32, smem));
@@ -357,29 +390,48 @@ int prepared_ctas_per_sm() {
     });
 }
 
-template <class T, int D, bool kUpperRows, bool kPlainScores>
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
 void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
-    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores>();
+    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores, kStages>();
     launch_kernel("paged_decode_attention_coop_kernel",
-                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>,
-                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D>, stream, p);
+                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kStages>,
+                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D, kStages>, stream, p);
 }
 
-// Without a launch: how many CTAs of the (T, D) kernels an SM holds at the least (the split choice). With one: queues
-// the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per CTA; the plain
-// score without ALiBi or soft-capping), and returns 0.
-template <class T, int D>
-int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
+// TACO_CUDA_DECODE_PIPELINE (env_switch.h's opt-in, read once): two stages of K and V in flight instead of one. The
+// bits are the same either way (a stage changes when a tile's rows land, not what is computed on them).
+int decode_stages() {
+    static const int stages = env_opt_in("TACO_CUDA_DECODE_PIPELINE", std::getenv("TACO_CUDA_DECODE_PIPELINE"),
+                                         "the decode attention kernel's second stage of K and V")
+                                  ? 2
+                                  : 1;
+    return stages;
+}
+
+// Without a launch: how many CTAs of the (T, D, stages) kernels an SM holds at the least (the split choice). With one:
+// queues the kernel of (T, D, stages) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per
+// CTA; the plain score without ALiBi or soft-capping), and returns 0.
+template <class T, int D, int kStages>
+int run_decode_staged(const AttentionLaunch* p, cudaStream_t stream) {
     if (p == nullptr)
-        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
-                        std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
+        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false, kStages>(),
+                                 prepared_ctas_per_sm<T, D, false, true, kStages>()),
+                        std::min(prepared_ctas_per_sm<T, D, true, false, kStages>(),
+                                 prepared_ctas_per_sm<T, D, true, true, kStages>()));
     const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
     if (upper) {
-        plain ? launch_decode<T, D, true, true>(*p, stream) : launch_decode<T, D, true, false>(*p, stream);
+        plain ? launch_decode<T, D, true, true, kStages>(*p, stream)
+              : launch_decode<T, D, true, false, kStages>(*p, stream);
     } else {
-        plain ? launch_decode<T, D, false, true>(*p, stream) : launch_decode<T, D, false, false>(*p, stream);
+        plain ? launch_decode<T, D, false, true, kStages>(*p, stream)
+              : launch_decode<T, D, false, false, kStages>(*p, stream);
     }
     return 0;
+}
+
+template <class T, int D>
+int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
+    return decode_stages() == 2 ? run_decode_staged<T, D, 2>(p, stream) : run_decode_staged<T, D, 1>(p, stream);
 }
 
 // run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
