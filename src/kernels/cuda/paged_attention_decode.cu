@@ -36,12 +36,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "kernels/cuda/bulk_copy.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_once.h"
-#include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
 #include "kernels/cuda/paged_attention_common.cuh"
@@ -57,10 +57,10 @@ namespace {
 constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Shared memory sizes: K and V [kStages][kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a
-// lane's two rows [D / 8 * 4][32] floats.
-template <int D, int kStages>
-constexpr size_t kDecodeKvBytes = size_t(2 * kStages * kKeysPerTile<D>) * kRowStride<D> * 2;
+// Shared memory sizes: K [kKStages][kKeys][S] and V [kVStages][kKeys][S] (2-byte elements), Q [16][S], the unsplit
+// walk's merged output of a lane's two rows [D / 8 * 4][32] floats.
+template <int D, int kKStages, int kVStages>
+constexpr size_t kDecodeKvBytes = size_t((kKStages + kVStages) * kKeysPerTile<D>) * kRowStride<D> * 2;
 template <int D>
 constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
 template <int D>
@@ -91,15 +91,16 @@ constexpr size_t kCoopPBytes = size_t(16) * kKeysPerTile<D> * sizeof(float);
 template <int D>
 constexpr size_t kDecodeQTotalBytes = kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
                                                        : kDecodeQBytes<D> + kDecodeTotalBytes<D>;
-template <int D, int kStages>
-constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D, kStages> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
+template <int D, int kKStages, int kVStages>
+constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D, kKStages, kVStages> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
                                   size_t(kCoopWarps) * 16 * sizeof(float);
 
-// kStages tiles of K and V in flight: 1, the next tile's K is asked for once every warp has scored the current one
-// and its V once P V is done; 2 (TACO_CUDA_DECODE_PIPELINE, opt-in), the tile after the next one's, into the
-// buffers just freed, so that a tile's copies have a whole tile's arithmetic more to land in (twice the K and V
-// buffers: 80 KB at head dim 128, two CTAs to an SM instead of four).
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
+// kKStages tiles of K and kVStages of V in flight. One stage each (the default): the next tile's K is asked for once
+// every warp has scored the current one and its V once P V is done. Two (TACO_CUDA_DECODE_PIPELINE, opt-in): the
+// tile after the next one's, into the buffers just freed, so that a tile's copies have a whole tile's arithmetic more
+// to land in. Two stages of both are 80 KB at head dim 128 (two CTAs to an SM instead of four), two of K only 64 KB
+// (three).
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
 __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk copy engine; other GPUs run the general kernel
@@ -111,14 +112,14 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     constexpr int kRowHalves = kUpperRows ? 2 : 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* k_stages = reinterpret_cast<T*>(smem_raw);  // stage s at k_stages + s kKeys S
-    T* v_stages = k_stages + kStages * kKeys * S;
-    T* q_s = v_stages + kStages * kKeys * S;
-    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D, kStages>;
+    T* v_stages = k_stages + kKStages * kKeys * S;
+    T* q_s = v_stages + kVStages * kKeys * S;
+    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D, kKStages, kVStages>;
     float* total_s = reinterpret_cast<float*>(after_kv + (kQInRegisters<D> ? 0 : kDecodeQBytes<D>));
     float* p_s = reinterpret_cast<float*>(after_kv + kDecodeQTotalBytes<D>);
     float* max_s = p_s + 16 * kKeys;
-    // Stage s's K barrier landed[s], its V barrier landed[kStages + s]: each completes once per use of the stage.
-    __shared__ __align__(8) uint64_t landed[2 * kStages];
+    // K stage s's barrier landed[s], V stage s's landed[kKStages + s]: each completes once per use of the stage.
+    __shared__ __align__(8) uint64_t landed[kKStages + kVStages];
 
     const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int token = int(blockIdx.x);
@@ -164,7 +165,7 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     }
     if (tid == 0) {
 #pragma unroll
-        for (int b = 0; b < 2 * kStages; ++b) mbarrier_init(&landed[b], 1);
+        for (int b = 0; b < kKStages + kVStages; ++b) mbarrier_init(&landed[b], 1);
         mbarrier_init_fence();
     }
     __syncthreads();
@@ -189,7 +190,7 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     const auto stage = [&](int which, int s, int64_t off0, int64_t off1) {
         if (warp == which)
             bulk_stage_rows_for_ctas<T, D>((which == 0 ? k_stages : v_stages) + s * kKeys * S,
-                                           which == 0 ? k_cache : v_cache, off0, off1, &landed[which * kStages + s],
+                                           which == 0 ? k_cache : v_cache, off0, off1, &landed[which * kKStages + s],
                                            lane);
     };
     // The tile after (at, zz) in this CTA's walk: the next of the partition, else the first of its next partition
@@ -203,21 +204,32 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     };
 
     int tile = first_tile(z);
-    // The fetch cursor (f_tile, f_z) runs kStages tiles ahead of the tile being computed; tile n of the walk is in
-    // stage n % kStages, and its barriers' phase is n / kStages (parity (n / kStages) & 1). bad_masks[i]: the keys of
-    // tile n + i whose block is outside the cache.
-    int f_tile = tile, f_z = z;
-    uint64_t bad_masks[kStages];
+    // K's fetch cursor (f_tile, f_z) runs kKStages tiles ahead of the tile being computed, V's (g_tile, g_z) kVStages
+    // (the same cursor when the counts are equal); tile n of the walk is in K stage n % kKStages, whose barrier's
+    // phase is n / kKStages, and likewise for V. bad_masks[i]: the keys of tile n + i whose block is outside the cache.
+    constexpr bool kOneCursor = kKStages == kVStages;
+    int f_tile = tile, f_z = z, g_tile = tile, g_z = z;
+    uint64_t bad_masks[kKStages];
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < kKStages; ++s) {
         bad_masks[s] = 0;
         if (f_z > z_hi) continue;
         int64_t off0, off1;
         offsets_of(f_tile, f_z, off0, off1);
         bad_masks[s] = bad_keys_of(off0, off1);
         stage(0, s, off0, off1);
-        stage(1, s, off0, off1);
+        if (kOneCursor) stage(1, s, off0, off1);
         advance(f_tile, f_z);
+    }
+    if constexpr (!kOneCursor) {
+#pragma unroll
+        for (int s = 0; s < kVStages; ++s) {
+            if (g_z > z_hi) continue;
+            int64_t off0, off1;
+            offsets_of(g_tile, g_z, off0, off1);
+            stage(1, s, off0, off1);
+            advance(g_tile, g_z);
+        }
     }
     int n = 0;
     float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
@@ -238,15 +250,16 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         for (;;) {
             int next_z = z, next_tile = tile;
             advance(next_tile, next_z);
-            const bool has_fetch = f_z <= z_hi;  // a tile kStages ahead to stage into this one's buffers
-            int64_t off0 = kNoKey, off1 = kNoKey;
+            // Tiles kKStages and kVStages ahead to stage into this one's buffers, and their keys' rows.
+            const bool has_fetch = f_z <= z_hi, has_v_fetch = kOneCursor ? has_fetch : g_z <= z_hi;
+            int64_t off0 = kNoKey, off1 = kNoKey, v_off0 = kNoKey, v_off1 = kNoKey;
             if (has_fetch) offsets_of(f_tile, f_z, off0, off1);
-            const int cs = kStages == 1 ? 0 : n % kStages;
-            const uint32_t parity = uint32_t(n / kStages) & 1;
-            const T* k_s = k_stages + cs * kKeys * S;
-            const T* v_s = v_stages + cs * kKeys * S;
+            if (!kOneCursor && has_v_fetch) offsets_of(g_tile, g_z, v_off0, v_off1);
+            const int ks = kKStages == 1 ? 0 : n % kKStages, vs = kVStages == 1 ? 0 : n % kVStages;
+            const T* k_s = k_stages + ks * kKeys * S;
+            const T* v_s = v_stages + vs * kKeys * S;
 
-            mbarrier_wait(&landed[cs], parity);  // this tile's K
+            mbarrier_wait(&landed[ks], uint32_t(n / kKStages) & 1);  // this tile's K
             float s[kNb][4];
 #pragma unroll
             for (int i = 0; i < kNb; ++i) score_block<T, D>(s[i], warp * kNb + i, k_s, q_lane, q_frag, lane);
@@ -279,7 +292,8 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
             uint64_t fetched_bad = 0;
             if (has_fetch) {
                 fetched_bad = bad_keys_of(off0, off1);
-                stage(0, cs, off0, off1);
+                stage(0, ks, off0, off1);
+                advance(f_tile, f_z);
             }
             float m_new[2] = {m[0], m[1]}, alpha[2] = {1.0f, 1.0f};
 #pragma unroll
@@ -320,7 +334,7 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                     o[i][3] = __fmul_rn(o[i][3], alpha[1]);
                 }
             }
-            mbarrier_wait(&landed[kStages + cs], parity);  // this tile's V
+            mbarrier_wait(&landed[kKStages + vs], uint32_t(n / kVStages) & 1);  // this tile's V
 #pragma unroll
             for (int kk = 0; kk < kKeys / 16; ++kk) {
                 const float* p0 = p_s + g * kKeys + kk * 16 + 2 * t;  // row g; row g + 8 at + 8 kKeys
@@ -337,13 +351,17 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                 }
             }
             __syncthreads();  // (C) every warp is done with V and P
-            if (has_fetch) {
-                stage(1, cs, off0, off1);
-                advance(f_tile, f_z);
+            if (has_v_fetch) {
+                if (kOneCursor) {
+                    stage(1, vs, off0, off1);
+                } else {
+                    stage(1, vs, v_off0, v_off1);
+                    advance(g_tile, g_z);
+                }
             }
 #pragma unroll
-            for (int i = 0; i + 1 < kStages; ++i) bad_masks[i] = bad_masks[i + 1];
-            bad_masks[kStages - 1] = fetched_bad;
+            for (int i = 0; i + 1 < kKStages; ++i) bad_masks[i] = bad_masks[i + 1];
+            bad_masks[kKStages - 1] = fetched_bad;
             ++n;
             tile = next_tile;
             if (next_z != z) break;
@@ -377,11 +395,11 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
 
 // The kernel of (T, D, flags) with its shared memory opted in (once per device), and how many of its CTAs an SM
 // holds.
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
 int prepared_ctas_per_sm() {
     return once_per_device([](int) {
-        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kStages>;
-        constexpr size_t smem = kCoopSmemBytes<D, kStages>;
+        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kKStages, kVStages>;
+        constexpr size_t smem = kCoopSmemBytes<D, kKStages, kVStages>;
         int ctas_per_sm = 0;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kCoopWarps * 32, smem));
@@ -390,48 +408,61 @@ int prepared_ctas_per_sm() {
     });
 }
 
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kStages>
+template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
 void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
-    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores, kStages>();
+    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores, kKStages, kVStages>();
     launch_kernel("paged_decode_attention_coop_kernel",
-                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kStages>,
-                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D, kStages>, stream, p);
+                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kKStages, kVStages>,
+                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D, kKStages, kVStages>, stream,
+                  p);
 }
 
-// TACO_CUDA_DECODE_PIPELINE (env_switch.h's opt-in, read once): two stages of K and V in flight instead of one. The
-// bits are the same either way (a stage changes when a tile's rows land, not what is computed on them).
-int decode_stages() {
-    static const int stages = env_opt_in("TACO_CUDA_DECODE_PIPELINE", std::getenv("TACO_CUDA_DECODE_PIPELINE"),
-                                         "the decode attention kernel's second stage of K and V")
-                                  ? 2
-                                  : 1;
+// TACO_CUDA_DECODE_PIPELINE (read once; opt-in while it is measured): unset, empty or "0", one stage of K and of V;
+// "1", two of each; "k", two of K and one of V. Any other value aborts naming it. The bits are the same in every
+// form (the stages change when a tile's rows land, not what is computed on them).
+enum class DecodeStages { kOne, kTwo, kTwoK };
+DecodeStages decode_stages() {
+    static const DecodeStages stages = [] {
+        const char* env = std::getenv("TACO_CUDA_DECODE_PIPELINE");
+        const std::string value = env == nullptr ? "" : env;
+        if (value.empty() || value == "0") return DecodeStages::kOne;
+        if (value == "1") return DecodeStages::kTwo;
+        TACO_CHECK_MSG(
+            value == "k",
+            "TACO_CUDA_DECODE_PIPELINE={}: expected 0 (one stage of K and V), 1 (two of each) or k (two of K)", value);
+        return DecodeStages::kTwoK;
+    }();
     return stages;
 }
 
 // Without a launch: how many CTAs of the (T, D, stages) kernels an SM holds at the least (the split choice). With one:
 // queues the kernel of (T, D, stages) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per
 // CTA; the plain score without ALiBi or soft-capping), and returns 0.
-template <class T, int D, int kStages>
+template <class T, int D, int kKStages, int kVStages>
 int run_decode_staged(const AttentionLaunch* p, cudaStream_t stream) {
     if (p == nullptr)
-        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false, kStages>(),
-                                 prepared_ctas_per_sm<T, D, false, true, kStages>()),
-                        std::min(prepared_ctas_per_sm<T, D, true, false, kStages>(),
-                                 prepared_ctas_per_sm<T, D, true, true, kStages>()));
+        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false, kKStages, kVStages>(),
+                                 prepared_ctas_per_sm<T, D, false, true, kKStages, kVStages>()),
+                        std::min(prepared_ctas_per_sm<T, D, true, false, kKStages, kVStages>(),
+                                 prepared_ctas_per_sm<T, D, true, true, kKStages, kVStages>()));
     const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
     if (upper) {
-        plain ? launch_decode<T, D, true, true, kStages>(*p, stream)
-              : launch_decode<T, D, true, false, kStages>(*p, stream);
+        plain ? launch_decode<T, D, true, true, kKStages, kVStages>(*p, stream)
+              : launch_decode<T, D, true, false, kKStages, kVStages>(*p, stream);
     } else {
-        plain ? launch_decode<T, D, false, true, kStages>(*p, stream)
-              : launch_decode<T, D, false, false, kStages>(*p, stream);
+        plain ? launch_decode<T, D, false, true, kKStages, kVStages>(*p, stream)
+              : launch_decode<T, D, false, false, kKStages, kVStages>(*p, stream);
     }
     return 0;
 }
 
 template <class T, int D>
 int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
-    return decode_stages() == 2 ? run_decode_staged<T, D, 2>(p, stream) : run_decode_staged<T, D, 1>(p, stream);
+    switch (decode_stages()) {
+        case DecodeStages::kTwo: return run_decode_staged<T, D, 2, 2>(p, stream);
+        case DecodeStages::kTwoK: return run_decode_staged<T, D, 2, 1>(p, stream);
+        default: return run_decode_staged<T, D, 1, 1>(p, stream);
+    }
 }
 
 // run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
