@@ -14,6 +14,13 @@
 //   copy engine moves each key's row in one copy completing on the buffer's mbarrier (a lane asks for two rows), so
 //   the kernel is Hopper's (its sm_80 build is empty; decode_attention_supports sends other GPUs to the general
 //   kernel).
+// - One stage of each is kept on purpose. Two stages of K and V (the tile after the next one staged into the buffers
+//   just freed; 80 KB, two CTAs to an SM) and two of K only (64 KB, three) gave the same bits but on an H100 ran
+//   bs=64 over 1k keys in 204 and 226 us against 118, and 32k keys in 115 and 99 us against 76
+//   (a call, bench/results/h100-2026-12-07e). bs=64's 512 CTAs took two waves at two or three CTAs to an SM, about
+//   100 and 113 us each against the one wave of four's 118: a CTA went at most ~15% faster with its copies further
+//   ahead, so the SM's rate follows the CTAs it holds. The kernel is bound by its warps' issue (Nsight Compute: an
+//   instruction every ~14 cycles per warp, 6 of them waiting at the tile's barriers), not by the copies in flight.
 // - The rows' work is cut at compile time where the launch allows: rows 8-15 of the mma carry nothing for a group of
 //   at most 8 heads, and without ALiBi or soft-capping the score is the scaled dot product.
 // - Split-KV (partials given): CTA z of a row takes partitions z_lo + z, z_lo + z + gridDim.z, ... and writes each
@@ -35,8 +42,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "core/check.h"
 #include "kernels/cuda/bulk_copy.cuh"
@@ -57,10 +62,10 @@ namespace {
 constexpr int kRows = kDecodeAttentionRowsPerCta;                         // 16: one mma's rows
 static_assert(kRows == 16, "a decode CTA is one warp of mma rows");
 
-// Shared memory sizes: K [kKStages][kKeys][S] and V [kVStages][kKeys][S] (2-byte elements), Q [16][S], the unsplit
-// walk's merged output of a lane's two rows [D / 8 * 4][32] floats.
-template <int D, int kKStages, int kVStages>
-constexpr size_t kDecodeKvBytes = size_t((kKStages + kVStages) * kKeysPerTile<D>) * kRowStride<D> * 2;
+// Shared memory sizes: K and V [kKeys][S] (2-byte elements), Q [16][S], the unsplit walk's merged output of a lane's
+// two rows [D / 8 * 4][32] floats.
+template <int D>
+constexpr size_t kDecodeKvBytes = size_t(2 * kKeysPerTile<D>) * kRowStride<D> * 2;
 template <int D>
 constexpr size_t kDecodeQBytes = size_t(kRows) * kRowStride<D> * 2;
 template <int D>
@@ -91,16 +96,11 @@ constexpr size_t kCoopPBytes = size_t(16) * kKeysPerTile<D> * sizeof(float);
 template <int D>
 constexpr size_t kDecodeQTotalBytes = kQInRegisters<D> ? std::max(kDecodeQBytes<D>, kDecodeTotalBytes<D>)
                                                        : kDecodeQBytes<D> + kDecodeTotalBytes<D>;
-template <int D, int kKStages, int kVStages>
-constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D, kKStages, kVStages> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
+template <int D>
+constexpr size_t kCoopSmemBytes = kDecodeKvBytes<D> + kDecodeQTotalBytes<D> + kCoopPBytes<D> +
                                   size_t(kCoopWarps) * 16 * sizeof(float);
 
-// kKStages tiles of K and kVStages of V in flight. One stage each (the default): the next tile's K is asked for once
-// every warp has scored the current one and its V once P V is done. Two (TACO_CUDA_DECODE_PIPELINE, opt-in): the
-// tile after the next one's, into the buffers just freed, so that a tile's copies have a whole tile's arithmetic more
-// to land in. Two stages of both are 80 KB at head dim 128 (two CTAs to an SM instead of four), two of K only 64 KB
-// (three).
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the bulk copy engine; other GPUs run the general kernel
@@ -111,15 +111,14 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
     constexpr int kNb = kCoopKeyBlocks<D>, kNd = kCoopDimBlocks<D>;
     constexpr int kRowHalves = kUpperRows ? 2 : 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* k_stages = reinterpret_cast<T*>(smem_raw);  // stage s at k_stages + s kKeys S
-    T* v_stages = k_stages + kKStages * kKeys * S;
-    T* q_s = v_stages + kVStages * kKeys * S;
-    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D, kKStages, kVStages>;
+    T* k_s = reinterpret_cast<T*>(smem_raw);
+    T* v_s = k_s + kKeys * S;
+    T* q_s = v_s + kKeys * S;
+    unsigned char* after_kv = smem_raw + kDecodeKvBytes<D>;
     float* total_s = reinterpret_cast<float*>(after_kv + (kQInRegisters<D> ? 0 : kDecodeQBytes<D>));
     float* p_s = reinterpret_cast<float*>(after_kv + kDecodeQTotalBytes<D>);
     float* max_s = p_s + 16 * kKeys;
-    // K stage s's barrier landed[s], V stage s's landed[kKStages + s]: each completes once per use of the stage.
-    __shared__ __align__(8) uint64_t landed[kKStages + kVStages];
+    __shared__ __align__(8) uint64_t landed[2];  // K's and V's barriers: each completes once per tile
 
     const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int token = int(blockIdx.x);
@@ -164,8 +163,8 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
     }
     if (tid == 0) {
-#pragma unroll
-        for (int b = 0; b < kKStages + kVStages; ++b) mbarrier_init(&landed[b], 1);
+        mbarrier_init(&landed[0], 1);
+        mbarrier_init(&landed[1], 1);
         mbarrier_init_fence();
     }
     __syncthreads();
@@ -186,52 +185,23 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
                uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
     };
-    // Warp 0 stages K, warp 1 V, into stage s (every warp computes the offsets: it needs the tile's bad keys).
-    const auto stage = [&](int which, int s, int64_t off0, int64_t off1) {
+    // Warp 0 stages K, warp 1 V (every warp computes the offsets: it needs the tile's bad keys).
+    const auto stage = [&](int which, int64_t off0, int64_t off1) {
         if (warp == which)
-            bulk_stage_rows_for_ctas<T, D>((which == 0 ? k_stages : v_stages) + s * kKeys * S,
-                                           which == 0 ? k_cache : v_cache, off0, off1, &landed[which * kKStages + s],
-                                           lane);
+            bulk_stage_rows_for_ctas<T, D>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1,
+                                           &landed[which], lane);
     };
-    // The tile after (at, zz) in this CTA's walk: the next of the partition, else the first of its next partition
-    // (zz > z_hi: none).
-    const auto advance = [&](int& at, int& zz) {
-        at += kKeys;
-        if (at >= keys_end_of(zz)) {
-            zz += z_step;
-            at = zz <= z_hi ? first_tile(zz) : 0;
-        }
-    };
+    uint32_t parity = 0;
 
     int tile = first_tile(z);
-    // K's fetch cursor (f_tile, f_z) runs kKStages tiles ahead of the tile being computed, V's (g_tile, g_z) kVStages
-    // (the same cursor when the counts are equal); tile n of the walk is in K stage n % kKStages, whose barrier's
-    // phase is n / kKStages, and likewise for V. bad_masks[i]: the keys of tile n + i whose block is outside the cache.
-    constexpr bool kOneCursor = kKStages == kVStages;
-    int f_tile = tile, f_z = z, g_tile = tile, g_z = z;
-    uint64_t bad_masks[kKStages];
-#pragma unroll
-    for (int s = 0; s < kKStages; ++s) {
-        bad_masks[s] = 0;
-        if (f_z > z_hi) continue;
+    uint64_t bad_mask;
+    {
         int64_t off0, off1;
-        offsets_of(f_tile, f_z, off0, off1);
-        bad_masks[s] = bad_keys_of(off0, off1);
-        stage(0, s, off0, off1);
-        if (kOneCursor) stage(1, s, off0, off1);
-        advance(f_tile, f_z);
+        offsets_of(tile, z, off0, off1);
+        bad_mask = bad_keys_of(off0, off1);
+        stage(0, off0, off1);
+        stage(1, off0, off1);
     }
-    if constexpr (!kOneCursor) {
-#pragma unroll
-        for (int s = 0; s < kVStages; ++s) {
-            if (g_z > z_hi) continue;
-            int64_t off0, off1;
-            offsets_of(g_tile, g_z, off0, off1);
-            stage(1, s, off0, off1);
-            advance(g_tile, g_z);
-        }
-    }
-    int n = 0;
     float total_m[2] = {-INFINITY, -INFINITY}, total_l[2] = {0, 0};
     bool poisoned[2] = {false, false};
     float* my_total = total_s + lane;  // element i at my_total[32 i]; this warp's dim blocks only
@@ -248,18 +218,16 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         for (int i = 0; i < kNd; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0;
         bool bad[2] = {false, false};
         for (;;) {
-            int next_z = z, next_tile = tile;
-            advance(next_tile, next_z);
-            // Tiles kKStages and kVStages ahead to stage into this one's buffers, and their keys' rows.
-            const bool has_fetch = f_z <= z_hi, has_v_fetch = kOneCursor ? has_fetch : g_z <= z_hi;
-            int64_t off0 = kNoKey, off1 = kNoKey, v_off0 = kNoKey, v_off1 = kNoKey;
-            if (has_fetch) offsets_of(f_tile, f_z, off0, off1);
-            if (!kOneCursor && has_v_fetch) offsets_of(g_tile, g_z, v_off0, v_off1);
-            const int ks = kKStages == 1 ? 0 : n % kKStages, vs = kVStages == 1 ? 0 : n % kVStages;
-            const T* k_s = k_stages + ks * kKeys * S;
-            const T* v_s = v_stages + vs * kKeys * S;
+            int next_z = z, next_tile = tile + kKeys;
+            if (next_tile >= keys_end_of(z)) {
+                next_z = z + z_step;
+                next_tile = next_z <= z_hi ? first_tile(next_z) : 0;
+            }
+            const bool has_next = next_z <= z_hi;
+            int64_t off0 = kNoKey, off1 = kNoKey;
+            if (has_next) offsets_of(next_tile, next_z, off0, off1);
 
-            mbarrier_wait(&landed[ks], uint32_t(n / kKStages) & 1);  // this tile's K
+            mbarrier_wait(&landed[0], parity);  // this tile's K
             float s[kNb][4];
 #pragma unroll
             for (int i = 0; i < kNb; ++i) score_block<T, D>(s[i], warp * kNb + i, k_s, q_lane, q_frag, lane);
@@ -283,17 +251,15 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                 const int lo = max(row[rr].first - tile, 0), hi = min(row[rr].pos - tile, kKeys - 1);
                 if (mine[rr] && lo <= hi) {
                     const uint64_t span = hi - lo == 63 ? ~uint64_t(0) : ((uint64_t(1) << (hi - lo + 1)) - 1) << lo;
-                    bad[rr] = bad[rr] || (bad_masks[0] & span) != 0;
+                    bad[rr] = bad[rr] || (bad_mask & span) != 0;
                 }
                 const float q_max = quad_max(tile_max[rr]);
                 if (t == 0) max_s[warp * 16 + rr * 8 + g] = q_max;
             }
             __syncthreads();  // (A) the maxima; every warp is done with K
-            uint64_t fetched_bad = 0;
-            if (has_fetch) {
-                fetched_bad = bad_keys_of(off0, off1);
-                stage(0, ks, off0, off1);
-                advance(f_tile, f_z);
+            if (has_next) {
+                bad_mask = bad_keys_of(off0, off1);
+                stage(0, off0, off1);
             }
             float m_new[2] = {m[0], m[1]}, alpha[2] = {1.0f, 1.0f};
 #pragma unroll
@@ -334,7 +300,7 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                     o[i][3] = __fmul_rn(o[i][3], alpha[1]);
                 }
             }
-            mbarrier_wait(&landed[kKStages + vs], uint32_t(n / kVStages) & 1);  // this tile's V
+            mbarrier_wait(&landed[1], parity);  // this tile's V
 #pragma unroll
             for (int kk = 0; kk < kKeys / 16; ++kk) {
                 const float* p0 = p_s + g * kKeys + kk * 16 + 2 * t;  // row g; row g + 8 at + 8 kKeys
@@ -351,18 +317,8 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
                 }
             }
             __syncthreads();  // (C) every warp is done with V and P
-            if (has_v_fetch) {
-                if (kOneCursor) {
-                    stage(1, vs, off0, off1);
-                } else {
-                    stage(1, vs, v_off0, v_off1);
-                    advance(g_tile, g_z);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i + 1 < kKStages; ++i) bad_masks[i] = bad_masks[i + 1];
-            bad_masks[kKStages - 1] = fetched_bad;
-            ++n;
+            if (has_next) stage(1, off0, off1);
+            parity ^= 1;
             tile = next_tile;
             if (next_z != z) break;
         }
@@ -395,11 +351,11 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
 
 // The kernel of (T, D, flags) with its shared memory opted in (once per device), and how many of its CTAs an SM
 // holds.
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 int prepared_ctas_per_sm() {
     return once_per_device([](int) {
-        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kKStages, kVStages>;
-        constexpr size_t smem = kCoopSmemBytes<D, kKStages, kVStages>;
+        auto kernel = paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>;
+        constexpr size_t smem = kCoopSmemBytes<D>;
         int ctas_per_sm = 0;
         TACO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
         TACO_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kCoopWarps * 32, smem));
@@ -408,61 +364,29 @@ int prepared_ctas_per_sm() {
     });
 }
 
-template <class T, int D, bool kUpperRows, bool kPlainScores, int kKStages, int kVStages>
+template <class T, int D, bool kUpperRows, bool kPlainScores>
 void launch_decode(const AttentionLaunch& p, cudaStream_t stream) {
-    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores, kKStages, kVStages>();
+    prepared_ctas_per_sm<T, D, kUpperRows, kPlainScores>();
     launch_kernel("paged_decode_attention_coop_kernel",
-                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores, kKStages, kVStages>,
-                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D, kKStages, kVStages>, stream,
-                  p);
+                  paged_decode_attention_coop_kernel<T, D, kUpperRows, kPlainScores>,
+                  dim3(p.grid_x, p.grid_y, p.grid_z), kCoopWarps * 32, kCoopSmemBytes<D>, stream, p);
 }
 
-// TACO_CUDA_DECODE_PIPELINE (read once; opt-in while it is measured): unset, empty or "0", one stage of K and of V;
-// "1", two of each; "k", two of K and one of V. Any other value aborts naming it. The bits are the same in every
-// form (the stages change when a tile's rows land, not what is computed on them).
-enum class DecodeStages { kOne, kTwo, kTwoK };
-DecodeStages decode_stages() {
-    static const DecodeStages stages = [] {
-        const char* env = std::getenv("TACO_CUDA_DECODE_PIPELINE");
-        const std::string value = env == nullptr ? "" : env;
-        if (value.empty() || value == "0") return DecodeStages::kOne;
-        if (value == "1") return DecodeStages::kTwo;
-        TACO_CHECK_MSG(
-            value == "k",
-            "TACO_CUDA_DECODE_PIPELINE={}: expected 0 (one stage of K and V), 1 (two of each) or k (two of K)", value);
-        return DecodeStages::kTwoK;
-    }();
-    return stages;
-}
-
-// Without a launch: how many CTAs of the (T, D, stages) kernels an SM holds at the least (the split choice). With one:
-// queues the kernel of (T, D, stages) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per
-// CTA; the plain score without ALiBi or soft-capping), and returns 0.
-template <class T, int D, int kKStages, int kVStages>
-int run_decode_staged(const AttentionLaunch* p, cudaStream_t stream) {
-    if (p == nullptr)
-        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false, kKStages, kVStages>(),
-                                 prepared_ctas_per_sm<T, D, false, true, kKStages, kVStages>()),
-                        std::min(prepared_ctas_per_sm<T, D, true, false, kKStages, kVStages>(),
-                                 prepared_ctas_per_sm<T, D, true, true, kKStages, kVStages>()));
-    const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
-    if (upper) {
-        plain ? launch_decode<T, D, true, true, kKStages, kVStages>(*p, stream)
-              : launch_decode<T, D, true, false, kKStages, kVStages>(*p, stream);
-    } else {
-        plain ? launch_decode<T, D, false, true, kKStages, kVStages>(*p, stream)
-              : launch_decode<T, D, false, false, kKStages, kVStages>(*p, stream);
-    }
-    return 0;
-}
-
+// Without a launch: how many CTAs of the (T, D) kernels an SM holds at the least (the split choice). With one: queues
+// the kernel of (T, D) and the launch's flags on the stream (rows 8-15 only with more than 8 heads per CTA; the plain
+// score without ALiBi or soft-capping), and returns 0.
 template <class T, int D>
 int run_decode(const AttentionLaunch* p, cudaStream_t stream) {
-    switch (decode_stages()) {
-        case DecodeStages::kTwo: return run_decode_staged<T, D, 2, 2>(p, stream);
-        case DecodeStages::kTwoK: return run_decode_staged<T, D, 2, 1>(p, stream);
-        default: return run_decode_staged<T, D, 1, 1>(p, stream);
+    if (p == nullptr)
+        return std::min(std::min(prepared_ctas_per_sm<T, D, false, false>(), prepared_ctas_per_sm<T, D, false, true>()),
+                        std::min(prepared_ctas_per_sm<T, D, true, false>(), prepared_ctas_per_sm<T, D, true, true>()));
+    const bool upper = p->heads_per_cta > 8, plain = p->alibi_slopes == nullptr && !(p->softcap > 0);
+    if (upper) {
+        plain ? launch_decode<T, D, true, true>(*p, stream) : launch_decode<T, D, true, false>(*p, stream);
+    } else {
+        plain ? launch_decode<T, D, false, true>(*p, stream) : launch_decode<T, D, false, false>(*p, stream);
     }
+    return 0;
 }
 
 // run_decode for the dtype and head dim (decode_attention_supports's cases: the head dims of served models; the
