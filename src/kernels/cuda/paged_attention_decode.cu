@@ -11,9 +11,9 @@
 // - K and V of a tile land in their own buffers, V behind K: the scores of a tile start when its K has landed, the
 //   next tile's K is asked for as soon as the scores are done, its V as soon as P V is done, so a tile's copies run
 //   under the arithmetic of the one before. The next tile's block-table reads are issued before the wait. The bulk
-//   copy engine moves each key's row in one copy completing on the buffer's mbarrier (a lane asks for two rows), so
-//   the kernel is Hopper's (its sm_80 build is empty; decode_attention_supports sends other GPUs to the general
-//   kernel).
+//   copy engine moves each key's row in one copy completing on the buffer's mbarrier, each warp asking for a quarter
+//   of the rows (paged_attention_decode_stage.cuh says why), so the kernel is Hopper's (its sm_80 build is empty;
+//   decode_attention_supports sends other GPUs to the general kernel).
 // - One stage of each is kept on purpose. Two stages of K and V (the tile after the next one staged into the buffers
 //   just freed; 80 KB, two CTAs to an SM) and two of K only (64 KB, three) gave the same bits but on an H100 ran
 //   bs=64 over 1k keys in 204 and 226 us against 118, and 32k keys in 115 and 99 us against 76
@@ -77,8 +77,8 @@ constexpr size_t kDecodeTotalBytes = size_t(D / 8 * 4) * 32 * sizeof(float);
 // maxima and its weights P pass through shared memory. Each value is the same instructions on the same inputs, in the
 // same order, as in tile_scores and tile_accumulate (the max is exact in any order; the sum of P runs over the whole
 // tile in tile_accumulate's order), so a row has the same bits as in the general kernel. Per tile: wait for K, scores,
-// barrier (maxima; K is free: warp 0 asks for the next tile's K), weights, barrier (P), the sum, wait for V, P V,
-// barrier (V is free: warp 1 asks for the next tile's V).
+// barrier (maxima; K is free: the warps ask for the next tile's K), weights, barrier (P), the sum, wait for V, P V,
+// barrier (V is free: the warps ask for the next tile's V).
 constexpr int kCoopWarps = 4;
 template <int D>
 constexpr int kCoopKeyBlocks = kKeysPerTile<D> / 8 / kCoopWarps;
@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         *reinterpret_cast<uint4*>(q_s + r * S + c) = v;
     }
     if (tid == 0) {
-        mbarrier_init(&landed[0], 1);
-        mbarrier_init(&landed[1], 1);
+        mbarrier_init(&landed[0], kCoopWarps);  // each warp stages a quarter of the rows
+        mbarrier_init(&landed[1], kCoopWarps);
         mbarrier_init_fence();
     }
     __syncthreads();
@@ -185,11 +185,14 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
                uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
     };
-    // Warp 0 stages K, warp 1 V (every warp computes the offsets: it needs the tile's bad keys).
+    // Every warp stages its share of K's (which 0) or V's (1) rows: key kk of the tile, warp kk / kStageRows, lane
+    // kk % kStageRows, whose offset lane kk % 32 computed (off0 for the tile's first 32 keys, off1 for the rest).
+    constexpr int kStageRows = kKeys / kCoopWarps;
     const auto stage = [&](int which, int64_t off0, int64_t off1) {
-        if (warp == which)
-            bulk_stage_rows_for_ctas<T, D>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1,
-                                           &landed[which], lane);
+        const int kk = warp * kStageRows + lane % kStageRows;
+        const int64_t first = __shfl_sync(kFullWarp, off0, kk % 32), second = __shfl_sync(kFullWarp, off1, kk % 32);
+        bulk_stage_rows_of_warp<T, D, kCoopWarps>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache,
+                                                  kk < 32 ? first : second, &landed[which], warp, lane);
     };
     uint32_t parity = 0;
 

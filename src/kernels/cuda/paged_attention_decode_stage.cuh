@@ -13,34 +13,36 @@
 namespace taco::cuda {
 namespace {
 
-// Hopper: a tile's K or V rows by the bulk copy engine, one warp staging them for all four, one copy per row of a key
-// (lane l: keys l and l + 32, at element offsets off0 and off1 of the cache, or none), completing on `bar`; rows
-// without a key are zeroed (a weight of 0 times them must stay 0). The bytes are announced first (expect_tx), then
-// rows without a key are zeroed and the copies issued, and only then does lane 0 arrive, so that the phase the other
-// warps wait for completes after the zeroed rows are written (the arrival releases them).
-template <class T, int D>
-__device__ __forceinline__ void bulk_stage_rows_for_ctas(T* dst, const T* cache, int64_t off0, int64_t off1,
-                                                         uint64_t* bar, int lane) {
+// Hopper: a warp's share of a tile's K or V rows by the bulk copy engine. Warp w of kWarps stages the tile's keys
+// w kRows.. (kRows = kKeysPerTile / kWarps, one a lane; the lanes past them idle), lane l's row one copy from element
+// offset `offset` of the cache (or none: the row is zeroed, since a weight of 0 times it must stay 0), completing on
+// `bar`, which counts one arrival per warp. A bulk copy's addresses must be uniform, so the compiler issues a warp's
+// copies one lane after another: when one warp staged all 64 rows, the other warps waited for it at the tile's next
+// barrier (40% of the warps' time at bs=64, bench/results/h100-2026-12-07e), so every warp stages a quarter. Each
+// warp announces its bytes first (expect_tx), then zeroes its rows without a key and issues its copies, and only then
+// does its lane 0 arrive: the phase the warps wait for completes after the last warp's zeroed rows are written and
+// every copy has landed.
+template <class T, int D, int kWarps>
+__device__ __forceinline__ void bulk_stage_rows_of_warp(T* dst, const T* cache, int64_t offset, uint64_t* bar, int warp,
+                                                        int lane) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int kKeys = kKeysPerTile<D>, S = kRowStride<D>;
+    constexpr int kRows = kKeysPerTile<D> / kWarps, S = kRowStride<D>;
+    static_assert(kKeysPerTile<D> % kWarps == 0 && kRows <= 32, "a warp stages at most a row a lane");
     constexpr uint32_t kRowBytes = D * sizeof(T);
-    const uint32_t rows =
-        __popc(__ballot_sync(kFullWarp, off0 >= 0)) + __popc(__ballot_sync(kFullWarp, kKeys > 32 && off1 >= 0));
+    const bool mine = lane < kRows;
+    const uint32_t rows = __popc(__ballot_sync(kFullWarp, mine && offset >= 0));
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     if (lane == 0) mbarrier_expect_tx(bar, rows * kRowBytes);
     __syncwarp();
-    const uint64_t policy = l2_evict_first_policy();  // a decode step reads each key once
-    const auto row = [&](int i, int64_t offset) {
-        T* d = dst + i * S;
+    if (mine) {
+        T* d = dst + (warp * kRows + lane) * S;
         if (offset >= 0) {
-            bulk_copy_to_shared(d, cache + offset, kRowBytes, bar, policy);
+            bulk_copy_to_shared(d, cache + offset, kRowBytes, bar, l2_evict_first_policy());  // read once a step
         } else {
 #pragma unroll
             for (int c = 0; c < D; c += 8) *reinterpret_cast<uint4*>(d + c) = make_uint4(0, 0, 0, 0);
         }
-    };
-    row(lane, off0);
-    if (kKeys > 32) row(lane + 32, off1);
+    }
     __syncwarp();
     if (lane == 0) mbarrier_arrive(bar);
 #endif
