@@ -11,7 +11,8 @@
 #   scripts/gpu_llama_cpp.sh bench   runs in one call: llama-bench (prompt 1024, and 128 tokens of decode at depth 0 and
 #                                    1024, flash attention on), llama-batched-bench (1024 prompt tokens, 400 generated,
 #                                    1 / 2 / 4 / 8 / 32 / 64 sequences), and taco_llm's bench latency and bench batch on
-#                                    the same checkpoint (its weights, not dummy ones). Whatever the build phase left
+#                                    the same checkpoint (its weights, not dummy ones), then tools/side_by_side_table.py
+#                                    prints both with the ratios (side_by_side.txt). Whatever the build phase left
 #                                    undone (another machine came) it does first, as far as its time allows.
 # scripts/llama_cpp_snapshot.sh makes the two source archives here (a public llama.cpp snapshot and Llama 3's
 # tokenizer; never committed). Logs and JSON in $OUT, a line per step in summary.txt.
@@ -55,7 +56,6 @@ fi
 export LD_LIBRARY_PATH="$bin:$LD_LIBRARY_PATH"
 # llama.cpp: bs=1 prompt and decode (decode at depth 1024 is BENCHMARKS.md's anchor), then 1..64 sequences.
 step llama_bench 150 "$bin/llama-bench" -m "$gguf" -ngl 99 -fa 1 -p 1024 -n 128 -d 0,1024 -r 3 -o json
-cp "$out/llama_bench.log" "$out/llama_bench.json"
 step llama_batched_bench 240 "$bin/llama-batched-bench" -m "$gguf" -ngl 99 -fa on -c 92160 -b 2048 -ub 512 \
   -npp 1024 -ntg 400 -npl 1,2,4,8,32,64 --output-format jsonl
 # taco_llm on the same checkpoint, in the same call.
@@ -63,4 +63,6 @@ common=(--device cuda --dtype bfloat16)
 step taco_latency 90 "$build/taco_llm" bench latency "$ckpt" "${common[@]}" --num-iters 3 \
   --output-json "$out/taco_latency.json"
 step taco_batch 120 "$build/taco_llm" bench batch "$ckpt" "${common[@]}" --output-json "$out/taco_batch.json"
+# The table of both, with the ratios (and llama-bench's JSON alone, in llama_bench.json).
+python3 tools/side_by_side_table.py "$out" | tee "$out/side_by_side.txt" || status=1
 exit $status
