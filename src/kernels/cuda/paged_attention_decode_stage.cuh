@@ -18,9 +18,9 @@ namespace {
 // offset `offset` of the cache (or none: the row is zeroed, since a weight of 0 times it must stay 0), completing on
 // `bar`, which counts one arrival per warp. A bulk copy's addresses must be uniform, so the compiler issues a warp's
 // copies one lane after another: when one warp staged all 64 rows, the other warps waited for it at the tile's next
-// barrier (40% of the warps' time at bs=64, bench/results/h100-2026-12-07e), so every warp stages a quarter. Each
-// warp announces its bytes first (expect_tx), then zeroes its rows without a key and issues its copies, and only then
-// does its lane 0 arrive: the phase the warps wait for completes after the last warp's zeroed rows are written and
+// barrier (42% of the warps' stall samples at bs=64, bench/results/h100-2026-12-07e), so every warp stages a quarter.
+// Each warp announces its bytes first (expect_tx), then zeroes its rows without a key and issues its copies, and only
+// then does its lane 0 arrive: the phase the warps wait for completes after the last warp's zeroed rows are written and
 // every copy has landed.
 template <class T, int D, int kWarps>
 __device__ __forceinline__ void bulk_stage_rows_of_warp(T* dst, const T* cache, int64_t offset, uint64_t* bar, int warp,
