@@ -185,14 +185,10 @@ __global__ void __launch_bounds__(kCoopWarps * 32) paged_decode_attention_coop_k
         return uint64_t(__ballot_sync(kFullWarp, off0 == kBadBlock)) |
                uint64_t(__ballot_sync(kFullWarp, off1 == kBadBlock)) << 32;
     };
-    // Every warp stages its share of K's (which 0) or V's (1) rows: key kk of the tile, warp kk / kStageRows, lane
-    // kk % kStageRows, whose offset lane kk % 32 computed (off0 for the tile's first 32 keys, off1 for the rest).
-    constexpr int kStageRows = kKeys / kCoopWarps;
+    // Every warp stages its share of K's (which 0) or V's (1) rows.
     const auto stage = [&](int which, int64_t off0, int64_t off1) {
-        const int kk = warp * kStageRows + lane % kStageRows;
-        const int64_t first = __shfl_sync(kFullWarp, off0, kk % 32), second = __shfl_sync(kFullWarp, off1, kk % 32);
-        bulk_stage_rows_of_warp<T, D, kCoopWarps>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache,
-                                                  kk < 32 ? first : second, &landed[which], warp, lane);
+        bulk_stage_rows_of_warp<T, D, kCoopWarps>(which == 0 ? k_s : v_s, which == 0 ? k_cache : v_cache, off0, off1,
+                                                  &landed[which], warp, lane);
     };
     uint32_t parity = 0;
 
