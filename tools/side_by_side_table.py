@@ -49,18 +49,19 @@ def main():
 
     bench = attempt("llama_bench.log", lambda: llama_bench(f"{out}/llama_bench.log"))
     batched = attempt("llama_batched_bench.log", lambda: batched_bench(f"{out}/llama_batched_bench.log"))
-    latency = attempt("taco_latency.json", lambda: json.load(open(f"{out}/taco_latency.json"))["runs"])
+    latency = attempt("taco_latency.json", lambda: json.load(open(f"{out}/taco_latency.json")))
     batch = attempt("taco_batch.json", lambda: json.load(open(f"{out}/taco_batch.json"))["runs"])
     if bench:
         tests, ts = bench
         json.dump(tests, open(f"{out}/llama_bench.json", "w"), indent=1)
     if bench and latency:
-        decode = max(r["decode_tokens_per_s"] for r in latency)
-        prefill = max(1024 / (r["ttft_p50_ms"] / 1e3) for r in latency)
-        if (0, 128, 1024) in ts:
-            rows.append(("bs=1 decode at depth 1024 (taco: bench latency)", ts[(0, 128, 1024)], decode))
-        if (1024, 0, 0) in ts:
-            rows.append(("prefill 1024 tokens (taco: 1024 / TTFT)", ts[(1024, 0, 0)], prefill))
+        n = latency["input_len"]  # llama-bench's prompt and depth are the same length (gpu_llama_cpp.sh)
+        decode = max(r["decode_tokens_per_s"] for r in latency["runs"])
+        prefill = max(n / (r["ttft_p50_ms"] / 1e3) for r in latency["runs"])
+        if (0, 128, n) in ts:
+            rows.append((f"bs=1 decode at depth {n} (taco: bench latency)", ts[(0, 128, n)], decode))
+        if (n, 0, 0) in ts:
+            rows.append((f"prefill {n} tokens (taco: {n} / TTFT)", ts[(n, 0, 0)], prefill))
     if batched and batch:
         for r in batch:
             pl = r["batch_size"]
