@@ -7,7 +7,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
 m=bench/models/llama-3.1-8b
-common=(--load-format dummy --device cuda --dtype bfloat16 --enforce-eager --input-len 1024 --output-len 8)
+base=(--load-format dummy --device cuda --dtype bfloat16 --enforce-eager)
+common=("${base[@]}" --input-len 1024 --output-len 8)
 ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
   local name=$1 limit=$2
   shift 2
@@ -16,7 +17,7 @@ ncu_run() {  # ncu_run NAME SECONDS BENCH-ARGS...
   timeout -k 5 "$limit" ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
     --log-file "$out/ncu_$name.csv" "$build/taco_llm" bench "$@" >"$out/ncu_$name.log" 2>&1
   echo "ncu $name rc=$?"
-  python3 tools/ncu_summary.py "$out/ncu_$name.csv" 25 | tee "$out/ncu_$name.txt"
+  python3 tools/ncu_summary.py "$out/ncu_$name.csv" "${TACO_PROFILE_TOP:-40}" | tee "$out/ncu_$name.txt"
 }
 # `scripts/gpu_profile.sh attention`: where the attention kernels' time goes instead, one launch of each of
 # cuda_attention_bench's prefill and decode cases with ncu's speed-of-light, memory, scheduler, warp-state and occupancy
@@ -34,8 +35,20 @@ if [ "${1:-steps}" = attention ]; then
   ncu_attention decode_32k 'BM_Decode/kernel:0/batch:1/context:32768/capacity:0'
   exit 0
 fi
+# TACO_PROFILE_LONG=1: the 32k prompt's prefill and three decode steps over its keys (the decode attention kernel and
+# its merge as the engine launches them, against cuda_attention_bench's 32k case).
+[ "${TACO_PROFILE_LONG:-0}" = 1 ] && ncu_run latency_32k ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${base[@]}" \
+  --input-len 32768 --output-len 4 --num-iters 1 --max-num-batched-tokens 32768 --max-model-len 33024
 [ "${TACO_PROFILE_LATENCY:-1}" = 1 ] && ncu_run latency ${TACO_PROFILE_LIMIT_S:-240} latency "$m" "${common[@]}" --num-iters 1
 # TACO_PROFILE_BATCHES: the batch sizes profiled (default 8), each its own CSV and summary.
 for bs in ${TACO_PROFILE_BATCHES:-8}; do
   ncu_run batch$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes "$bs"
+done
+# TACO_PROFILE_DECODE_BATCHES: batch sizes whose decode steps are profiled alone, near enough: 16-token prompts (one
+# small prefill) and 24 output tokens, so that the decode kernels are most of the launches and their times (the GEMMs,
+# norms, activation and sampling at M = bs) stand out; the attention kernel's time over long contexts is
+# cuda_attention_bench's.
+for bs in ${TACO_PROFILE_DECODE_BATCHES:-}; do
+  ncu_run decode$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${base[@]}" --input-len 16 --output-len 24 \
+    --batch-sizes "$bs"
 done
