@@ -4,8 +4,9 @@
 //   BM_Skinny:      the skinny kernel (kernels/cuda/skinny_gemm.h) as ops::matmul runs it, M rows of bf16 x against
 //                   an N x K bf16 matrix: its bulk-copy build on Hopper, else its register build.
 //   BM_SkinnyRegisters: the register build on any GPU (the bulk build's before, side by side).
-//   BM_SkinnyBulk:  the bulk-copy build's tunings at M = 1: arguments N, K, stages, blocks per multiprocessor.
-//   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16).
+//   BM_SkinnyBulk:  the bulk-copy build's tunings: arguments M, N, K, stages, blocks per multiprocessor.
+//   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16), also at the
+//                   batch decode shapes M = 32 .. 256.
 // Arguments: M, N, K. Weights rotate through a 1 GiB pool so they come from HBM, not from the 50 MB L2. Counters:
 // weight_GBps (weight bytes per second; over BM_DeviceCopy's rw_GBps: the fraction of the copy bandwidth).
 //   build/cuda/cuda_gemm_bench --benchmark_min_time=0.2s
@@ -29,11 +30,12 @@ namespace taco::cuda {
 namespace {
 
 constexpr size_t kPoolBytes = size_t(1) << 30;
+constexpr int64_t kMaxRows = 256;  // the largest M: batch_shapes'
 
 struct Gpu {
     std::unique_ptr<DeviceStream> stream;
     ExecContext ctx;
-    Tensor pool, x, y;  // weights pool (bf16), x [16, 14336] bf16, y [16, 128256] f32
+    Tensor pool, x, y;  // weights pool (bf16), x [256, 14336] bf16, y [256, 128256] f32
     std::string unavailable;
 };
 
@@ -43,8 +45,8 @@ Gpu& gpu() {
         made.unavailable = open_gpu(made.stream, made.ctx);
         if (!made.unavailable.empty()) return made;
         made.pool = Tensor::empty({int64_t(kPoolBytes / 2)}, DType::kBF16, Device::kCuda);
-        made.x = Tensor::empty({16, 14336}, DType::kBF16, Device::kCuda);
-        made.y = Tensor::empty({16, 128256}, DType::kF32, Device::kCuda);
+        made.x = Tensor::empty({kMaxRows, 14336}, DType::kBF16, Device::kCuda);
+        made.y = Tensor::empty({kMaxRows, 128256}, DType::kF32, Device::kCuda);
         // Small values (all bits 0x3c00 = bf16 0.0078125): no infinities or denormals in the sums.
         cudaMemset(made.pool.view().data, 0x3c, kPoolBytes);
         cudaMemset(made.x.view().data, 0x3c, made.x.view().nbytes());
@@ -103,8 +105,8 @@ void BM_SkinnyRegisters(benchmark::State& state) {
 }
 
 void BM_SkinnyBulk(benchmark::State& state) {
-    run_skinny(state, 1, state.range(0), state.range(1),
-               {SkinnyTuning::Kernel::kBulkCopy, int(state.range(2)), int(state.range(3))});
+    run_skinny(state, state.range(0), state.range(1), state.range(2),
+               {SkinnyTuning::Kernel::kBulkCopy, int(state.range(3)), int(state.range(4))});
 }
 
 void BM_Cublas(benchmark::State& state) {
@@ -135,11 +137,23 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
         for (auto [n, k] : kDecodeMatrices) b->Args({m, n, k});
 }
 
-// The bulk build's ring depth and blocks per multiprocessor on each decode matrix at M = 1.
+// cuBLASLt at the batch decode shapes (bs 32 to 256 running sequences: BENCHMARKS.md's batch and throughput
+// workloads), where the step's GEMMs are still mostly weight traffic: how near the copy bandwidth they run.
+void batch_shapes(benchmark::internal::Benchmark* b) {
+    for (int64_t m : {32, 64, 128, 256})
+        for (auto [n, k] : kDecodeMatrices) b->Args({m, n, k});
+}
+
+// The bulk build's ring depth and blocks per multiprocessor on each decode matrix at M = 1, and the default (8, 1)
+// against two blocks per multiprocessor at M = 4 and 16 (the build is chosen by N and K alone, so a tuning or a build
+// that wins at M = 1 must not lose at the other decode batch sizes; BM_SkinnyRegisters is the register build there).
 void bulk_tunings(benchmark::internal::Benchmark* b) {
     for (auto [n, k] : kDecodeMatrices)
         for (auto [stages, per_sm] : {std::pair{4, 1}, {8, 1}, {12, 1}, {13, 1}, {3, 2}, {4, 2}, {6, 2}})
-            b->Args({n, k, stages, per_sm});
+            b->Args({1, n, k, stages, per_sm});
+    for (int64_t m : {4, 16})
+        for (auto [n, k] : kDecodeMatrices)
+            for (auto [stages, per_sm] : {std::pair{8, 1}, {4, 2}, {6, 2}}) b->Args({m, n, k, stages, per_sm});
 }
 
 BENCHMARK(BM_DeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -147,6 +161,7 @@ BENCHMARK(BM_Skinny)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMi
 BENCHMARK(BM_SkinnyRegisters)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SkinnyBulk)->Apply(bulk_tunings)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Cublas)->Apply(batch_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace taco::cuda

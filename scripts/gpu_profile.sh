@@ -45,10 +45,10 @@ for bs in ${TACO_PROFILE_BATCHES:-8}; do
   ncu_run batch$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${common[@]}" --batch-sizes "$bs"
 done
 # TACO_PROFILE_DECODE_BATCHES: batch sizes whose decode steps are profiled alone, near enough: 16-token prompts (one
-# small prefill) and 24 output tokens, so that the decode kernels are most of the launches and their times (the GEMMs,
+# small prefill) and 8 output tokens, so that the decode kernels are most of the launches and their times (the GEMMs,
 # norms, activation and sampling at M = bs) stand out; the attention kernel's time over long contexts is
-# cuda_attention_bench's.
+# cuda_attention_bench's. (Nsight Compute takes ~16 ms a launch: 24 output tokens, ~8,000 launches, ran past 140 s.)
 for bs in ${TACO_PROFILE_DECODE_BATCHES:-}; do
-  ncu_run decode$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${base[@]}" --input-len 16 --output-len 24 \
+  ncu_run decode$bs ${TACO_PROFILE_LIMIT_S:-240} batch "$m" "${base[@]}" --input-len 16 --output-len 8 \
     --batch-sizes "$bs"
 done

@@ -137,13 +137,13 @@ for switch in ${TACO_QUICK_OPT_INS:-}; do
 done
 # TACO_QUICK_GEMM=1: the decode GEMMs against the copy bandwidth (cuda_gemm_bench: the skinny kernel's builds and
 # tunings at M <= 16, cuBLASLt up to M = 256).
-[ "${TACO_QUICK_GEMM:-0}" = 1 ] && step gemm_bench 200 "$build/cuda_gemm_bench" --benchmark_min_time=0.01s \
+[ "${TACO_QUICK_GEMM:-0}" = 1 ] && step gemm_bench 200 "$build/cuda_gemm_bench" --benchmark_min_time=0.01 \
   --benchmark_filter='DeviceCopy|Skinny|Cublas' --benchmark_out="$out/cuda_gemm_bench.json" --benchmark_out_format=json
 # TACO_QUICK_PROFILE_DECODE="64 ...": each kernel's time in the decode steps of those batch sizes and in the 32k
 # latency run (scripts/gpu_profile.sh's TACO_PROFILE_DECODE_BATCHES and TACO_PROFILE_LONG).
 [ -n "${TACO_QUICK_PROFILE_DECODE:-}" ] && step profile_decode 300 env OUT="$out" TACO_PROFILE_LATENCY=0 \
   TACO_PROFILE_BATCHES=" " TACO_PROFILE_DECODE_BATCHES="$TACO_QUICK_PROFILE_DECODE" TACO_PROFILE_LONG=1 \
-  TACO_PROFILE_LIMIT_S=140 scripts/gpu_profile.sh
+  TACO_PROFILE_LIMIT_S=200 scripts/gpu_profile.sh
 # TACO_QUICK_PACK=1: everything but summary.txt packed into results.tgz (the run tool brings back a limited number of
 # files; Nsight Compute's CSVs, which the summaries replace, are left out).
 if [ "${TACO_QUICK_PACK:-0}" = 1 ]; then
