@@ -77,7 +77,10 @@ public:
     // Fills a cache big enough for `seqs` (every slot random) and fixes the block assignment.
     void make_cache(const Seqs& seqs) {
         int needed = 2;
-        for (auto [cached, fresh] : seqs) needed += (cached + fresh + shape_.block_size - 1) / shape_.block_size;
+        for (auto [cached, fresh] : seqs) {
+            needed += (cached + fresh + shape_.block_size - 1) / shape_.block_size;
+            longest_ = std::max(longest_, cached + fresh);
+        }
         num_blocks_ = std::max(needed, shape_.num_blocks);
         blocks_.resize(size_t(num_blocks_));
         std::iota(blocks_.begin(), blocks_.end(), 0);
@@ -166,7 +169,8 @@ public:
     std::mt19937& rng() { return rng_; }
 
 private:
-    int max_blocks_per_id() const { return 2200 / shape_.block_size + 2; }
+    // Every id's table: room for 2200 keys, or the cache's longest sequence.
+    int max_blocks_per_id() const { return std::max(2200, longest_) / shape_.block_size + 2; }
     HostBatch make_batch_for(const Seqs& seqs, const std::vector<int32_t>& blocks, int per_seq, int padding) {
         HostBatch b;
         b.max_blocks = per_seq;
@@ -187,7 +191,7 @@ private:
     Shape shape_;
     DType dtype_;
     std::mt19937 rng_;
-    int num_blocks_ = 0;
+    int num_blocks_ = 0, longest_ = 0;
     std::vector<int32_t> blocks_;
     std::vector<float> k_values_, v_values_;
     Tensor k_host_, v_host_, k_dev_, v_dev_;
@@ -289,6 +293,29 @@ TEST_F(CudaPagedAttention, SplitKvAndOneCtaGiveTheSameBits) {
             params.sliding_window = shape.head_dim == 80 ? 900 : 0;
             AttentionProblem::Run a = problem.prepare(seqs, {0, 1, 2, 3, 4}, 2);
             AttentionProblem::Run b = problem.prepare(seqs, {0, 1, 2, 3, 4}, 2);
+            run(problem, a, params, cuda::SplitKv::kNever);
+            run(problem, b, params, cuda::SplitKv::kAlways);
+            expect_written(a, shape.heads * shape.head_dim);
+            EXPECT_EQ(bytes_of(a.out_dev), bytes_of(b.out_dev));
+        }
+    }
+}
+
+// Rows of many partitions: the merge kernel folds a row's partitions in chunks of 32 (and with
+// TACO_CUDA_MERGE_SCALES_FIRST=1 in blocks of 256), so rows past 4k and past 32k keys cross chunks and blocks, one
+// from a window's first partition; split, they must still have the bits of the one-CTA walk.
+TEST_F(CudaPagedAttention, SplitKvGivesTheOneCtaBitsOverManyPartitions) {
+    const Seqs seqs = {{33000, 1}, {4100, 1}, {8191, 1}};
+    for (DType dtype : {DType::kBF16, DType::kF32}) {
+        for (const int window : {0, 20000}) {
+            const Shape shape = window == 0 ? Shape{8, 2, 64, 16} : Shape{4, 2, 128, 16};
+            SCOPED_TRACE(std::string(dtype_name(dtype)) + " window " + std::to_string(window));
+            AttentionProblem problem(shape, dtype, 23);
+            problem.make_cache(seqs);
+            ops::AttentionParams params = params_for(shape.head_dim);
+            params.sliding_window = window;
+            AttentionProblem::Run a = problem.prepare(seqs, {0, 1, 2});
+            AttentionProblem::Run b = problem.prepare(seqs, {0, 1, 2});
             run(problem, a, params, cuda::SplitKv::kNever);
             run(problem, b, params, cuda::SplitKv::kAlways);
             expect_written(a, shape.heads * shape.head_dim);

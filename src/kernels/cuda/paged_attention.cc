@@ -44,6 +44,12 @@ bool cudnn_attention_enabled() {
     return enabled;
 }
 
+bool merge_scales_first_enabled() {
+    static const bool enabled = env_opt_in("TACO_CUDA_MERGE_SCALES_FIRST", std::getenv("TACO_CUDA_MERGE_SCALES_FIRST"),
+                                           "split-KV's merge with each block's scales first");
+    return enabled;
+}
+
 bool cudnn_attention_warmup_enabled() {
     static const bool enabled = env_opt_in("TACO_CUDA_CUDNN_WARMUP", std::getenv("TACO_CUDA_CUDNN_WARMUP"),
                                            "building cuDNN's attention plans at start-up");
@@ -168,6 +174,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     }
     p.act = act;
     p.cache = cache;
+    p.merge_scales_first = merge_scales_first_enabled();
     p.grid_x = grid_x;
     p.grid_y = grid_y;
     p.grid_z = 1;

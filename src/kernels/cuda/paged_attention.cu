@@ -182,105 +182,6 @@ __global__ void __launch_bounds__(kRowsPerCta * 32) paged_attention_kernel(const
     }
 }
 
-// Split-KV's second step: one CTA per (token, head), one thread per dim, merging the row's partitions in
-// increasing order exactly as paged_attention_kernel does when it walks them itself. At 32k keys a row has 256
-// partitions, and a fold that waited on a load or an exponential per partition took tens of microseconds, so the
-// work is taken apart where that keeps the bits: per chunk of 32 partitions, every thread asks for its dim of all 32
-// at once; each warp's lane i reads partition i's (m, l) and the running maxima come from a prefix maximum over the
-// lanes (fmaxf is exact in any order, so they are merge_scales' M before and after each partition), and so do the
-// scales (merge_scales_between); what is left in order is two multiply-adds per partition, L's and O's.
-// The next chunk's loads are in flight while a chunk is folded, and a partition that adds nothing keeps the running
-// values by a select rather than a branch, so the fold's shuffles can be issued ahead of its multiply-adds: at 32k
-// keys on an H100 the merge went 14.96 -> 11.09 us a call and the 32k decode 118.7 -> 125.8 tok/s
-// (bench/results/h100-2026-12-07f/merge_prefetch; a row of 8 partitions, 3.95 -> 4.70 us, within bs=1's spread).
-constexpr int kMergeChunk = 32;
-
-// One chunk of a row's partitions as a thread holds it: its dim of each (o), and lane i's partition's m and l.
-struct MergeChunk {
-    float o[kMergeChunk];
-    float m, l;
-    int n;  // partitions in the chunk
-};
-
-__device__ __forceinline__ void load_merge_chunk(MergeChunk& c, const float* parts, int64_t stride, int chunk, int z_hi,
-                                                 int d, bool has_dim, int lane) {
-    c.n = min(kMergeChunk, z_hi - chunk + 1);
-    const float* first = parts + int64_t(chunk) * stride;
-#pragma unroll
-    for (int i = 0; i < kMergeChunk; ++i) c.o[i] = i < c.n && has_dim ? first[int64_t(i) * stride + 2 + d] : 0.0f;
-    c.m = lane < c.n ? first[int64_t(lane) * stride] : -INFINITY;
-    c.l = lane < c.n ? first[int64_t(lane) * stride + 1] : 0.0f;
-}
-
-// Folds a chunk's first n partitions into the running L and O of the thread's dim, in increasing order (lane i holds
-// partition i's scales a, b, its l and whether it is skipped). A whole chunk (kWhole) is folded without a branch, so
-// the shuffles of later partitions are issued under the multiply-adds of earlier ones.
-template <bool kWhole>
-__device__ __forceinline__ void fold_merge_chunk(float& L, float& O, float a, float b, float l, bool skip,
-                                                 const float (&o)[kMergeChunk], int n) {
-#pragma unroll
-    for (int i = 0; i < kMergeChunk; ++i) {
-        if (!kWhole && i >= n) break;
-        const float ai = __shfl_sync(kFullWarp, a, i), bi = __shfl_sync(kFullWarp, b, i);
-        const float li = __shfl_sync(kFullWarp, l, i);
-        const bool skip_i = __shfl_sync(kFullWarp, skip, i);
-        const float merged_l = merged_value(L, ai, li, bi), merged_o = merged_value(O, ai, o[i], bi);
-        L = skip_i ? L : merged_l;
-        O = skip_i ? O : merged_o;
-    }
-}
-
-template <class QT>
-__global__ void merge_partitions_kernel(const AttentionLaunch p) {
-    grid_dependency_wait();
-    __shared__ RowInfo info;
-    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x), lane = d % 32;
-    if (threadIdx.x == 0) info = row_info(p, token, head);
-    __syncthreads();
-    if (info.state == kRowNone) return;  // CTA-uniform
-    QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
-    if (info.state == kRowBad) {
-        if (d < p.head_dim) *out = from_f32<QT>(NAN);
-        return;
-    }
-    const int64_t stride = p.head_dim + 2;
-    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * stride;
-    const int z_lo = info.first / kPartitionKeys, z_hi = info.pos / kPartitionKeys;
-    const bool has_dim = d < p.head_dim;
-    float M = -INFINITY, L = 0, O = 0;
-    MergeChunk cur, next;
-    load_merge_chunk(cur, parts, stride, z_lo, z_hi, d, has_dim, lane);
-    for (int chunk = z_lo; chunk <= z_hi; chunk += kMergeChunk) {
-        if (chunk + kMergeChunk <= z_hi)
-            load_merge_chunk(next, parts, stride, chunk + kMergeChunk, z_hi, d, has_dim, lane);
-        const int n = cur.n;
-        const float m = cur.m, l = cur.l;
-        // The running maximum after partition `lane` (inclusive) and before it.
-        float after = m;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset *= 2) {
-            const float other = __shfl_up_sync(kFullWarp, after, offset);
-            if (lane >= offset) after = fmaxf(after, other);
-        }
-        after = fmaxf(M, after);
-        const float before_up = __shfl_up_sync(kFullWarp, after, 1);
-        const float before = lane == 0 ? M : before_up;
-        float a, b;
-        merge_scales_between(before, after, m, a, b);
-        // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
-        // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
-        const bool skip = m == -INFINITY;
-        if (n == kMergeChunk) {
-            fold_merge_chunk<true>(L, O, a, b, l, skip, cur.o, n);
-        } else {  // the row's last chunk, folded as far as its n partitions
-            fold_merge_chunk<false>(L, O, a, b, l, skip, cur.o, n);
-        }
-        M = __shfl_sync(kFullWarp, after, n - 1);
-        cur = next;
-    }
-    if (has_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
-}
-
 // The dynamic shared memory of the largest launch (head_dim 256, a full CTA of rows): paged_attention.cc's smem_bytes
 // at most.
 constexpr size_t kMaxSmemBytes =
@@ -328,14 +229,6 @@ void launch_for_cache(const AttentionLaunch& p, DType cache_dtype, dim3 grid, in
     }
 }
 
-template <class QT>
-void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
-    if (p.partials == nullptr) return;
-    const int merge_threads = (p.head_dim + 31) / 32 * 32;
-    launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>,
-                  dim3(unsigned(p.num_tokens), unsigned(p.num_heads)), merge_threads, 0, stream, p);
-}
-
 // f16 / bf16 queries: any of the three kernels, then the merge of split partitions.
 template <class QT>
 void launch_half(const AttentionLaunch& p, dim3 grid, cudaStream_t stream) {
@@ -346,7 +239,7 @@ void launch_half(const AttentionLaunch& p, dim3 grid, cudaStream_t stream) {
     } else {
         launch_for_cache<QT>(p, p.cache, grid, p.threads, p.smem_bytes, stream);
     }
-    launch_merge<QT>(p, stream);
+    launch_partition_merge(p, stream);
 }
 
 }  // namespace
@@ -359,7 +252,7 @@ void launch_paged_attention(const AttentionLaunch& p, void* stream) {
             TACO_CHECK_MSG(p.cache == DType::kF32 && !p.tensor_cores,
                            "paged_attention on CUDA: f32 queries need an f32 cache and the CUDA cores");
             launch_for_cache<float>(p, p.cache, grid, p.threads, p.smem_bytes, s);
-            launch_merge<float>(p, s);
+            launch_partition_merge(p, s);
             return;
         case DType::kF16: launch_half<__half>(p, grid, s); return;
         case DType::kBF16: launch_half<__nv_bfloat16>(p, grid, s); return;

@@ -69,6 +69,9 @@ bool cudnn_attention_enabled();
 // TACO_CUDA_CUDNN_WARMUP, read once (env_opt_in): 1, ModelRunner::create builds cuDNN's plans for every bucket at
 // start-up (cudnn_attention_build_buckets) after one prefill step on the real cache; unset or 0, on first use.
 bool cudnn_attention_warmup_enabled();
+// TACO_CUDA_MERGE_SCALES_FIRST, read once (env_opt_in): 1, split-KV's merge computes a block of partitions' scales
+// before folding them (paged_attention_merge.cu; the same bits); unset or 0, chunk by chunk.
+bool merge_scales_first_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.

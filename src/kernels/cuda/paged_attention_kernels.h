@@ -42,6 +42,7 @@ struct AttentionLaunch {
     DType act, cache;                 // q and out; the caches (act or f32)
     bool tensor_cores;                // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
     bool decode;                      // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
+    bool merge_scales_first;          // with partials: the merge's two-phase form (merge_scales_first_enabled)
     unsigned grid_x, grid_y, grid_z;  // token tiles, kv heads x head chunks, partitions (1 without split)
     int threads;                      // the CUDA cores' kernel: 32 per row
     size_t smem_bytes;                // the CUDA cores' kernel: its dynamic shared memory
@@ -63,5 +64,7 @@ void launch_paged_decode_attention(const AttentionLaunch& launch, void* stream);
 
 // Queues the attention kernel (any of the three) and, with partials, the merge kernel on the stream (a cudaStream_t).
 void launch_paged_attention(const AttentionLaunch& launch, void* stream);
+// With partials, queues the merge of each row's partitions into its output (paged_attention_merge.cu); without, none.
+void launch_partition_merge(const AttentionLaunch& launch, void* stream);
 
 }  // namespace taco::cuda
