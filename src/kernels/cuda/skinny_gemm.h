@@ -40,6 +40,12 @@ struct SkinnyTuning {
 // Whether this device runs the bulk-copy build (compute capability 9.0 or later, with its code in the binary).
 bool skinny_bulk_available();
 
+// TACO_CUDA_SKINNY_BULK_WIDE, read once (env_opt_in; opt-in until measured end to end): 1, kAuto also takes the bulk
+// build for matrices of up to 8192 rows with K > 4096 (down_proj), at 4 stages and 2 blocks per multiprocessor.
+// Unlike the backend's other switches it changes bits: those products sum in the bulk build's order instead of the
+// register build's (a row's bits still do not depend on its batch).
+bool skinny_bulk_wide_enabled();
+
 // Enqueues the product on `stream` (a cudaStream_t); bias may be null. Aborts naming the shape when
 // skinny_gemm_applies is false, naming the tuning when it is not one the device can run, or when the launch fails.
 void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64_t m, int64_t n, int64_t k,
