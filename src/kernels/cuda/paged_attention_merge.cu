@@ -67,23 +67,48 @@ __device__ __forceinline__ void fold_merge_chunk(float& L, float& O, float a, fl
     }
 }
 
+// Where a merge CTA's row stands, from the prologue both merge kernels share (merge_row_of).
+template <class QT>
+struct MergeRow {
+    QT* out;             // the thread's dim of the row's output
+    const float* parts;  // the row's partitions: [num_partitions][stride] (m, l, o[head_dim])
+    int64_t stride;
+    int z_lo, z_hi;  // the partitions of the keys the row sees
+    bool has_dim;    // the thread's dim is one of the head's (threads come in warps)
+};
+
+// The CTA's row (thread 0 reads its metadata into shared memory). false: nothing more to do, for padding, or for a
+// row whose metadata is bad, whose NaN output is written here.
+template <class QT>
+__device__ __forceinline__ bool merge_row_of(const AttentionLaunch& p, MergeRow<QT>& r) {
+    __shared__ RowInfo info;
+    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
+    if (threadIdx.x == 0) info = row_info(p, token, head);
+    __syncthreads();
+    if (info.state == kRowNone) return false;  // CTA-uniform
+    r.out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
+    r.has_dim = d < p.head_dim;
+    if (info.state == kRowBad) {
+        if (r.has_dim) *r.out = from_f32<QT>(NAN);
+        return false;
+    }
+    r.stride = p.head_dim + 2;
+    r.parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * r.stride;
+    r.z_lo = info.first / kPartitionKeys;
+    r.z_hi = info.pos / kPartitionKeys;
+    return true;
+}
+
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
-    __shared__ RowInfo info;
-    const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x), lane = d % 32;
-    if (threadIdx.x == 0) info = row_info(p, token, head);
-    __syncthreads();
-    if (info.state == kRowNone) return;  // CTA-uniform
-    QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
-    if (info.state == kRowBad) {
-        if (d < p.head_dim) *out = from_f32<QT>(NAN);
-        return;
-    }
-    const int64_t stride = p.head_dim + 2;
-    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * stride;
-    const int z_lo = info.first / kPartitionKeys, z_hi = info.pos / kPartitionKeys;
-    const bool has_dim = d < p.head_dim;
+    MergeRow<QT> row;
+    if (!merge_row_of(p, row)) return;
+    const int d = int(threadIdx.x), lane = d % 32;
+    const float* parts = row.parts;
+    const int64_t stride = row.stride;
+    const int z_lo = row.z_lo, z_hi = row.z_hi;
+    const bool has_dim = row.has_dim;
     float M = -INFINITY, L = 0, O = 0;
     MergeChunk cur, next;
     load_merge_chunk(cur, parts, stride, z_lo, z_hi, d, has_dim, lane);
@@ -115,7 +140,7 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
         M = __shfl_sync(kFullWarp, after, n - 1);
         cur = next;
     }
-    if (has_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
+    if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 // TACO_CUDA_MERGE_SCALES_FIRST=1 (opt-in, not yet measured): the same merge in two phases per block of up to 256
@@ -140,25 +165,17 @@ __device__ __forceinline__ void load_merge_values(float (&o)[kMergeChunk], const
 template <class QT>
 __global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
     grid_dependency_wait();
-    __shared__ RowInfo info;
     __shared__ float4 scales[kMergeBlock];               // a, b, l of each partition of the block
     __shared__ float local_max[kMergeBlock];             // the prefix maximum within the partition's chunk
     __shared__ float chunk_max[kMergeBlockChunks];       // each chunk's maximum
     __shared__ uint32_t chunk_skips[kMergeBlockChunks];  // bit i: partition i of the chunk adds nothing
-    const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, warps = int(blockDim.x) / 32;
-    const int token = int(blockIdx.x), head = int(blockIdx.y), d = tid;
-    if (tid == 0) info = row_info(p, token, head);
-    __syncthreads();
-    if (info.state == kRowNone) return;  // CTA-uniform
-    QT* out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
-    if (info.state == kRowBad) {
-        if (d < p.head_dim) *out = from_f32<QT>(NAN);
-        return;
-    }
-    const int64_t stride = p.head_dim + 2;
-    const float* parts = p.partials + (int64_t(token) * p.num_heads + head) * p.num_partitions * stride;
-    const int z_lo = info.first / kPartitionKeys, z_hi = info.pos / kPartitionKeys;
-    const bool has_dim = d < p.head_dim;
+    MergeRow<QT> row;
+    if (!merge_row_of(p, row)) return;
+    const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, warps = int(blockDim.x) / 32, d = tid;
+    const float* parts = row.parts;
+    const int64_t stride = row.stride;
+    const int z_lo = row.z_lo, z_hi = row.z_hi;
+    const bool has_dim = row.has_dim;
     float M = -INFINITY, L = 0, O = 0;
     for (int z0 = z_lo; z0 <= z_hi; z0 += kMergeBlock) {
         const int n = min(kMergeBlock, z_hi - z0 + 1), chunks = (n + kMergeChunk - 1) / kMergeChunk;
@@ -219,7 +236,7 @@ __global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
         M = block_max;
         __syncthreads();  // the block's scales are read by every warp before the next block writes them
     }
-    if (has_dim) *out = from_f32<QT>(__fdiv_rn(O, L));
+    if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 template <class QT>
