@@ -5,6 +5,7 @@
 #include <atomic>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -29,13 +30,19 @@ TEST(EngineFaults, AThrowInOneRequestsTokenFailsOnlyThatRequest) {
     ASSERT_TRUE(alone[0].is_ok());
 
     std::atomic<RequestId> victim{0};
+    std::atomic<bool> victim_known{false};
     std::atomic<int> victim_tokens{0};
     engine->set_fault_hook_for_testing([&](Engine::FaultPoint point, RequestId id) {
-        if (point == Engine::FaultPoint::kToken && id == victim && ++victim_tokens == 3) throw std::bad_alloc();
+        if (point != Engine::FaultPoint::kToken) return;
+        // The step thread may reach a's tokens before submit's handle gives its id here (on a loaded 2-core machine
+        // a's 40 tokens were all out before it did, and nothing failed): its tokens wait for the id.
+        while (!victim_known.load()) std::this_thread::yield();
+        if (id == victim && ++victim_tokens == 3) throw std::bad_alloc();
     });
     auto failing = engine->submit(a);
+    if (failing.is_ok()) victim = (*failing)->id();
+    victim_known = true;  // before any ASSERT: the step thread must never wait for it forever
     ASSERT_TRUE(failing.is_ok());
-    victim = (*failing)->id();
     auto other = engine->submit(b);
     ASSERT_TRUE(other.is_ok());
     const RequestOutput failed = (*failing)->wait_final();
