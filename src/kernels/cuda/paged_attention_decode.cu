@@ -24,8 +24,8 @@
 // - The rows' work is cut at compile time where the launch allows: rows 8-15 of the mma carry nothing for a group of
 //   at most 8 heads, and without ALiBi or soft-capping the score is the scaled dot product.
 // - Split-KV (partials given): CTA z of a row takes partitions z_lo + z, z_lo + z + gridDim.z, ... and writes each
-//   partition's state for paged_attention.cu's merge kernel; unsplit, one CTA walks all of the row's partitions and
-//   merges them itself.
+//   partition's state for paged_attention_merge.cu's merge kernel; unsplit, one CTA walks all of the row's partitions
+//   and merges them itself.
 //
 // The warps split paged_attention_tile.cuh's tile_scores and tile_accumulate with the same instructions in the same
 // order (as the general kernel's cooperative walk), and partitions are merged with paged_attention_common.cuh's merge

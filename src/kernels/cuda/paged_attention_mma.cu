@@ -15,7 +15,8 @@
 //   key visible to a row leaves the row's state bitwise as it was, so the other rows of a CTA (prefill, decode,
 //   chunks, other sequences) never change a row's bits.
 // - Partitions are merged in increasing order with paged_attention_common.cuh's merge: by the CTA (unsplit) or,
-//   split-KV, by paged_attention.cu's merge kernel from the partials this kernel writes; the same bits either way.
+//   split-KV, by paged_attention_merge.cu's merge kernel from the partials this kernel writes; the same bits either
+//   way.
 //
 // Invalid metadata makes NaN rows as in paged_attention.cu.
 #include <cuda_bf16.h>
