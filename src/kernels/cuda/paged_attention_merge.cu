@@ -39,12 +39,19 @@ struct MergeChunk {
     int n;  // partitions in the chunk
 };
 
+// The thread's dim of partitions first .. first + count - 1 (zeros past them, and for a thread past the head's dims).
+__device__ __forceinline__ void load_merge_values(float (&o)[kMergeChunk], const float* parts, int64_t stride,
+                                                  int first, int count, int d, bool has_dim) {
+#pragma unroll
+    for (int i = 0; i < kMergeChunk; ++i)
+        o[i] = i < count && has_dim ? parts[int64_t(first + i) * stride + 2 + d] : 0.0f;
+}
+
 __device__ __forceinline__ void load_merge_chunk(MergeChunk& c, const float* parts, int64_t stride, int chunk, int z_hi,
                                                  int d, bool has_dim, int lane) {
     c.n = min(kMergeChunk, z_hi - chunk + 1);
+    load_merge_values(c.o, parts, stride, chunk, c.n, d, has_dim);
     const float* first = parts + int64_t(chunk) * stride;
-#pragma unroll
-    for (int i = 0; i < kMergeChunk; ++i) c.o[i] = i < c.n && has_dim ? first[int64_t(i) * stride + 2 + d] : 0.0f;
     c.m = lane < c.n ? first[int64_t(lane) * stride] : -INFINITY;
     c.l = lane < c.n ? first[int64_t(lane) * stride + 1] : 0.0f;
 }
@@ -154,13 +161,6 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
 // fold's two multiply-adds a partition, as before, with the same operations on the same values.
 constexpr int kMergeBlock = 256;
 constexpr int kMergeBlockChunks = kMergeBlock / kMergeChunk;
-
-__device__ __forceinline__ void load_merge_values(float (&o)[kMergeChunk], const float* parts, int64_t stride,
-                                                  int first, int count, int d, bool has_dim) {
-#pragma unroll
-    for (int i = 0; i < kMergeChunk; ++i)
-        o[i] = i < count && has_dim ? parts[int64_t(first + i) * stride + 2 + d] : 0.0f;
-}
 
 template <class QT>
 __global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
