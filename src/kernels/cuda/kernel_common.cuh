@@ -61,7 +61,8 @@ void launch_kernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 
 // The first statement of every kernel queued by launch_kernel, before any access to global memory and before any
 // thread returns: waits until the kernels queued before it on the stream have completed and their writes are visible
 // (a no-op when it was not launched early), then lets the next kernel start its own launch (it waits here in
-// turn). Every thread calls it, so no grid can complete before the one it follows.
+// turn). Every thread calls it, so no grid can complete before the one it follows. (The decode attention and merge
+// kernels call it after reading what was complete before the kernel they follow started: programmatic_launch.h.)
 __device__ __forceinline__ void grid_dependency_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -50,6 +50,13 @@ bool merge_scales_first_enabled() {
     return enabled;
 }
 
+bool attention_early_prologue_enabled() {
+    static const bool enabled =
+        env_switch("TACO_CUDA_ATTENTION_EARLY_PROLOGUE", std::getenv("TACO_CUDA_ATTENTION_EARLY_PROLOGUE"),
+                   "the decode and merge kernels' prologue before their wait");
+    return enabled;
+}
+
 bool cudnn_attention_warmup_enabled() {
     static const bool enabled = env_opt_in("TACO_CUDA_CUDNN_WARMUP", std::getenv("TACO_CUDA_CUDNN_WARMUP"),
                                            "building cuDNN's attention plans at start-up");
@@ -175,6 +182,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.act = act;
     p.cache = cache;
     p.merge_scales_first = merge_scales_first_enabled();
+    p.early_prologue = attention_early_prologue_enabled();
     p.grid_x = grid_x;
     p.grid_y = grid_y;
     p.grid_z = 1;

@@ -72,6 +72,14 @@ bool cudnn_attention_warmup_enabled();
 // TACO_CUDA_MERGE_SCALES_FIRST, read once (env_opt_in): 1, split-KV's merge computes a block of partitions' scales
 // before folding them (paged_attention_merge.cu; the same bits); unset or 0, chunk by chunk.
 bool merge_scales_first_enabled();
+// TACO_CUDA_ATTENTION_EARLY_PROLOGUE, read once (env_switch): unset or 1, the decode kernel and the merge read the
+// metadata, the first tile's block table and (where every key of it is older than the row's position) stage the
+// first tile of K and V before their grid_dependency_wait, under the tail of the kernel they follow (programmatic
+// launch: what was written before that kernel started is complete then); 0, they wait first. The same bits. On an
+// H100 (bench/results/h100-2026-12-07g) a decode attention call at bs=1 over 1k keys went 11.5 -> 10.2 us, bs=8
+// 20.8 -> 17.1, bs=64 98.6 -> 93.9, bs=1 over 32k keys 64.4 -> 59.9, and bench batch bs=1 / 8 170.5 -> 172.5 / 1,204
+// -> 1,222 tok/s.
+bool attention_early_prologue_enabled();
 
 // ops::paged_attention's operands (checked by ops.cc) plus the partials scratch (device memory, or undefined: no
 // split), the split choice and the kernel choice.

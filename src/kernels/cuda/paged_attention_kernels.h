@@ -39,10 +39,14 @@ struct AttentionLaunch {
     float scale, softcap;
     int window;
     bool alibi_bf16;
-    DType act, cache;                 // q and out; the caches (act or f32)
-    bool tensor_cores;                // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
-    bool decode;                      // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
-    bool merge_scales_first;          // with partials: the merge's two-phase form (merge_scales_first_enabled)
+    DType act, cache;         // q and out; the caches (act or f32)
+    bool tensor_cores;        // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
+    bool decode;              // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
+    bool merge_scales_first;  // with partials: the merge's two-phase form (merge_scales_first_enabled)
+    // The decode and merge kernels read what was written before the kernel they follow started (the metadata, the
+    // block tables, the decode kernel's keys before each row's position) before their grid_dependency_wait
+    // (attention_early_prologue_enabled).
+    bool early_prologue;
     unsigned grid_x, grid_y, grid_z;  // token tiles, kv heads x head chunks, partitions (1 without split)
     int threads;                      // the CUDA cores' kernel: 32 per row
     size_t smem_bytes;                // the CUDA cores' kernel: its dynamic shared memory

@@ -84,14 +84,18 @@ struct MergeRow {
     bool has_dim;    // the thread's dim is one of the head's (threads come in warps)
 };
 
-// The CTA's row (thread 0 reads its metadata into shared memory). false: nothing more to do, for padding, or for a
-// row whose metadata is bad, whose NaN output is written here.
+// The CTA's row (thread 0 reads its metadata into shared memory; the kernel's grid_dependency_wait is here with
+// p.early_prologue). false: nothing more to do, for padding, or for a row whose metadata is bad, whose NaN output is
+// written here.
 template <class QT>
 __device__ __forceinline__ bool merge_row_of(const AttentionLaunch& p, MergeRow<QT>& r) {
     __shared__ RowInfo info;
     const int token = int(blockIdx.x), head = int(blockIdx.y), d = int(threadIdx.x);
     if (threadIdx.x == 0) info = row_info(p, token, head);
     __syncthreads();
+    // With p.early_prologue the kernel has not waited yet: the metadata was written before the attention kernel this
+    // one follows started, the partials and the output wait.
+    if (p.early_prologue) grid_dependency_wait();
     if (info.state == kRowNone) return false;  // CTA-uniform
     r.out = static_cast<QT*>(p.out) + (int64_t(token) * p.num_heads + head) * p.head_dim + d;
     r.has_dim = d < p.head_dim;
@@ -108,7 +112,7 @@ __device__ __forceinline__ bool merge_row_of(const AttentionLaunch& p, MergeRow<
 
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
-    grid_dependency_wait();
+    if (!p.early_prologue) grid_dependency_wait();
     MergeRow<QT> row;
     if (!merge_row_of(p, row)) return;
     const int d = int(threadIdx.x), lane = d % 32;
@@ -164,7 +168,7 @@ constexpr int kMergeBlockChunks = kMergeBlock / kMergeChunk;
 
 template <class QT>
 __global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
-    grid_dependency_wait();
+    if (!p.early_prologue) grid_dependency_wait();
     __shared__ float4 scales[kMergeBlock];               // a, b, l of each partition of the block
     __shared__ float local_max[kMergeBlock];             // the prefix maximum within the partition's chunk
     __shared__ float chunk_max[kMergeBlockChunks];       // each chunk's maximum

@@ -6,6 +6,11 @@
 // before). On the H200 (bench/results/h200-2026-12-03c) bs=1 decode of the 8B shape went 197 -> 203 tok/s. Having
 // the skinny GEMM's first blocks prefetch their weights into L2 before the wait was measured too and lost (200 tok/s
 // for the bulk build's first stages, 177 for whole tiles of the register build's first wave): it is not done.
+// One exception to "before its first access": a kernel launched early starts only once the one before it has passed
+// its own wait, so everything queued before that one is complete and visible; the decode attention kernel and the
+// split-KV merge (TACO_CUDA_ATTENTION_EARLY_PROLOGUE, paged_attention.h) read the step's metadata, block tables and
+// earlier steps' keys before waiting, and wait before reading anything the kernel just before them writes (Q, this
+// step's key and value, the partials) and before any write or return.
 // Plain C++ header.
 #pragma once
 
