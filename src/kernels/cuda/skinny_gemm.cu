@@ -171,7 +171,8 @@ bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType 
 // In bench/results/h200-2026-12-03b the bulk build leads on matrices of up to 8192 rows with K <= 4096 (fused
 // q / k / v 3.11 vs 2.84 TB/s, o_proj 2.79 vs 2.29 at M = 1, ahead up to M = 8) and trails on the others from M = 4
 // (its 8 consumer warps wait on x's loads), so those keep the register build.
-// TACO_CUDA_SKINNY_BULK_WIDE=1 (skinny_gemm.h) takes the bulk build for longer rows too.
+// TACO_CUDA_SKINNY_BULK_WIDE=1 (skinny_gemm.h) takes the bulk build for longer rows too (down_proj: on the H200 at
+// M = 1, 3.82 against 3.39 TB/s for the register build, bench/results/h200-2026-12-03c).
 constexpr int64_t kBulkDefaultMaxK = 4096;
 static bool bulk_by_default(int64_t n, int64_t k) {
     return n <= 8192 && (k <= kBulkDefaultMaxK || skinny_bulk_wide_enabled()) && skinny_bulk_available();
@@ -212,14 +213,7 @@ void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64
         tiles += (outs[i].n + kRowsOfW - 1) / kRowsOfW;
         all.tile_end[i] = tiles;
     }
-    if (bulk) {
-        // The wide rule's long rows: 4 stages, 2 blocks per multiprocessor (the H200's best at M = 1 on down_proj,
-        // 3.82 against 3.39 TB/s for the register build: bench/results/h200-2026-12-03c).
-        SkinnyTuning run = tuning;
-        if (tuning.kernel == Kernel::kAuto && k > kBulkDefaultMaxK && tuning.stages == 0 && tuning.blocks_per_sm == 0)
-            run.stages = 4, run.blocks_per_sm = 2;
-        return skinny_bulk_launch(x, all, m, k, in_dtype, out_dtype, run, stream);
-    }
+    if (bulk) return skinny_bulk_launch(x, all, m, k, in_dtype, out_dtype, tuning, stream);
     const cudaStream_t s = as_stream(stream);
     if (in_dtype == DType::kBF16) {
         if (out_dtype == DType::kF32) return launch_typed<__nv_bfloat16, float>(x, all, m, k, s);

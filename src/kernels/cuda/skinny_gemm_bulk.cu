@@ -48,7 +48,12 @@ constexpr int kRowPitch = kStageCols * kElementBytes + 64;  // 2112: rows g and 
 constexpr int kStageBytes = kSkinnyRowsOfW * kRowPitch;
 constexpr int kPartialFloats = kConsumerWarps * 4 * kWarpSize;  // one buffer: [warp][accumulator][lane]
 constexpr int kMinStages = 2, kMaxStages = 13;
-constexpr int kDefaultStages = 8, kDefaultBlocksPerSm = 1;  // bench/results/h200-2026-12-03b
+// The default tuning, 4 stages and 2 blocks per multiprocessor (every tuning has the same bits: tests/cuda pins it).
+// 8 stages and 1 block (bench/results/h200-2026-12-03b, chosen at M = 1) left the 8 consumer warps of an SM short of
+// issue slots as M grows: on an H100 (bench/results/h100-2026-12-07g) at M = 16 fused q / k / v took 26.4 us against
+// 22.2 and o_proj 19.2 against 16.4, at M = 4 19.3 / 14.2 against 18.9 / 14.1, at M = 1 18.9 / 14.2 against
+// 18.8 / 14.0; on the H200 at M = 1 q / k / v 15.1 against 14.6 and o_proj 10.9 against 11.4 (03c).
+constexpr int kDefaultStages = 4, kDefaultBlocksPerSm = 2;
 
 static_assert(kStageCols % (kChunk * kConsumerWarps) == 0, "a stage splits evenly among the consumer warps");
 static_assert(kRowPitch % 16 == 0, "bulk copies land on 16-byte boundaries");
