@@ -50,6 +50,13 @@ bool merge_scales_first_enabled() {
     return enabled;
 }
 
+bool merge_deep_prefetch_enabled() {
+    static const bool enabled =
+        env_opt_in("TACO_CUDA_MERGE_DEEP_PREFETCH", std::getenv("TACO_CUDA_MERGE_DEEP_PREFETCH"),
+                   "split-KV's merge with three chunks of partitions in flight");
+    return enabled;
+}
+
 bool attention_early_prologue_enabled() {
     static const bool enabled =
         env_switch("TACO_CUDA_ATTENTION_EARLY_PROLOGUE", std::getenv("TACO_CUDA_ATTENTION_EARLY_PROLOGUE"),
@@ -182,6 +189,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     p.act = act;
     p.cache = cache;
     p.merge_scales_first = merge_scales_first_enabled();
+    p.merge_deep_prefetch = merge_deep_prefetch_enabled();
     p.early_prologue = attention_early_prologue_enabled();
     p.grid_x = grid_x;
     p.grid_y = grid_y;

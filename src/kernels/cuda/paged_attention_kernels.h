@@ -39,10 +39,11 @@ struct AttentionLaunch {
     float scale, softcap;
     int window;
     bool alibi_bf16;
-    DType act, cache;         // q and out; the caches (act or f32)
-    bool tensor_cores;        // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
-    bool decode;              // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
-    bool merge_scales_first;  // with partials: the merge's two-phase form (merge_scales_first_enabled)
+    DType act, cache;          // q and out; the caches (act or f32)
+    bool tensor_cores;         // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
+    bool decode;               // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
+    bool merge_scales_first;   // with partials: the merge's two-phase form (merge_scales_first_enabled)
+    bool merge_deep_prefetch;  // with partials: the merge with several chunks in flight (merge_deep_prefetch_enabled)
     // The decode and merge kernels read what was written before the kernel they follow started (the metadata, the
     // block tables, the decode kernel's keys before each row's position) before their grid_dependency_wait
     // (attention_early_prologue_enabled).

@@ -110,6 +110,35 @@ __device__ __forceinline__ bool merge_row_of(const AttentionLaunch& p, MergeRow<
     return true;
 }
 
+// Folds one chunk of the row's partitions (as load_merge_chunk left it) into the running M, L and O of the thread's
+// dim: the running maxima after and before each partition from a prefix maximum over the lanes, their scales, then
+// the fold in order.
+__device__ __forceinline__ void fold_loaded_chunk(const MergeChunk& c, float& M, float& L, float& O, int lane) {
+    const int n = c.n;
+    const float m = c.m, l = c.l;
+    // The running maximum after partition `lane` (inclusive) and before it.
+    float after = m;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset *= 2) {
+        const float other = __shfl_up_sync(kFullWarp, after, offset);
+        if (lane >= offset) after = fmaxf(after, other);
+    }
+    after = fmaxf(M, after);
+    const float before_up = __shfl_up_sync(kFullWarp, after, 1);
+    const float before = lane == 0 ? M : before_up;
+    float a, b;
+    merge_scales_between(before, after, m, a, b);
+    // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
+    // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
+    const bool skip = m == -INFINITY;
+    if (n == kMergeChunk) {
+        fold_merge_chunk<true>(L, O, a, b, l, skip, c.o, n);
+    } else {  // the row's last chunk, folded as far as its n partitions
+        fold_merge_chunk<false>(L, O, a, b, l, skip, c.o, n);
+    }
+    M = __shfl_sync(kFullWarp, after, n - 1);
+}
+
 template <class QT>
 __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     if (!p.early_prologue) grid_dependency_wait();
@@ -126,30 +155,48 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     for (int chunk = z_lo; chunk <= z_hi; chunk += kMergeChunk) {
         if (chunk + kMergeChunk <= z_hi)
             load_merge_chunk(next, parts, stride, chunk + kMergeChunk, z_hi, d, has_dim, lane);
-        const int n = cur.n;
-        const float m = cur.m, l = cur.l;
-        // The running maximum after partition `lane` (inclusive) and before it.
-        float after = m;
-#pragma unroll
-        for (int offset = 1; offset < 32; offset *= 2) {
-            const float other = __shfl_up_sync(kFullWarp, after, offset);
-            if (lane >= offset) after = fmaxf(after, other);
-        }
-        after = fmaxf(M, after);
-        const float before_up = __shfl_up_sync(kFullWarp, after, 1);
-        const float before = lane == 0 ? M : before_up;
-        float a, b;
-        merge_scales_between(before, after, m, a, b);
-        // A partition whose keys all scored -inf (or NaN) adds nothing, as the walks that merge their own
-        // partitions skip it (a bad row's partials carry m = 0, so its NaN still comes through).
-        const bool skip = m == -INFINITY;
-        if (n == kMergeChunk) {
-            fold_merge_chunk<true>(L, O, a, b, l, skip, cur.o, n);
-        } else {  // the row's last chunk, folded as far as its n partitions
-            fold_merge_chunk<false>(L, O, a, b, l, skip, cur.o, n);
-        }
-        M = __shfl_sync(kFullWarp, after, n - 1);
+        fold_loaded_chunk(cur, M, L, O, lane);
         cur = next;
+    }
+    if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
+}
+
+// TACO_CUDA_MERGE_DEEP_PREFETCH=1 (opt-in, not yet measured): the same fold with kAhead chunks' loads in flight
+// instead of one. At 32k keys (8 chunks a row) the kernel above waits about a chunk's L2 round trip per chunk, since
+// its `cur = next` needs the chunk issued one fold earlier (11.5 us a call on an H100, where the scales-first form,
+// one chunk ahead too, was no faster: bench/results/h100-2026-12-07g). Chunks are taken in groups of kAhead + 1 so
+// that each chunk's ring slot is a compile-time index (registers, no copies that would wait on a load in flight):
+// chunk z_lo + 32 i lives in slot i mod (kAhead + 1). The same folds in the same order: the same bits.
+constexpr int kMergeDeepAhead = 3;
+
+template <class QT, int kAhead>
+__global__ void merge_partitions_deep_kernel(const AttentionLaunch p) {
+    if (!p.early_prologue) grid_dependency_wait();
+    MergeRow<QT> row;
+    if (!merge_row_of(p, row)) return;
+    const int d = int(threadIdx.x), lane = d % 32;
+    const float* parts = row.parts;
+    const int64_t stride = row.stride;
+    const int z_lo = row.z_lo, z_hi = row.z_hi;
+    const bool has_dim = row.has_dim;
+    constexpr int kSlots = kAhead + 1;
+    float M = -INFINITY, L = 0, O = 0;
+    MergeChunk ring[kSlots];
+#pragma unroll
+    for (int i = 0; i < kAhead; ++i) {
+        const int chunk = z_lo + i * kMergeChunk;
+        if (chunk <= z_hi) load_merge_chunk(ring[i], parts, stride, chunk, z_hi, d, has_dim, lane);
+    }
+    for (int group = z_lo; group <= z_hi; group += kSlots * kMergeChunk) {
+#pragma unroll
+        for (int slot = 0; slot < kSlots; ++slot) {
+            const int chunk = group + slot * kMergeChunk;
+            if (chunk > z_hi) break;  // CTA-uniform
+            const int ahead = chunk + kAhead * kMergeChunk;
+            if (ahead <= z_hi)
+                load_merge_chunk(ring[(slot + kAhead) % kSlots], parts, stride, ahead, z_hi, d, has_dim, lane);
+            fold_loaded_chunk(ring[slot], M, L, O, lane);
+        }
     }
     if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
@@ -249,6 +296,9 @@ void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     const dim3 grid(unsigned(p.num_tokens), unsigned(p.num_heads));
     if (p.merge_scales_first) {
         launch_kernel("merge_partitions_scales_first_kernel", merge_partitions_scales_first_kernel<QT>, grid, threads,
+                      0, stream, p);
+    } else if (p.merge_deep_prefetch) {
+        launch_kernel("merge_partitions_deep_kernel", merge_partitions_deep_kernel<QT, kMergeDeepAhead>, grid, threads,
                       0, stream, p);
     } else {
         launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>, grid, threads, 0, stream, p);
