@@ -174,31 +174,27 @@ __global__ void merge_partitions_deep_kernel(const AttentionLaunch p) {
     if (!p.early_prologue) grid_dependency_wait();
     MergeRow<QT> row;
     if (!merge_row_of(p, row)) return;
-    const int d = int(threadIdx.x), lane = d % 32;
-    const float* parts = row.parts;
-    const int64_t stride = row.stride;
-    const int z_lo = row.z_lo, z_hi = row.z_hi;
-    const bool has_dim = row.has_dim;
+    const int d = int(threadIdx.x);
+    const auto load = [&](MergeChunk& c, int chunk) {
+        load_merge_chunk(c, row.parts, row.stride, chunk, row.z_hi, d, row.has_dim, d % 32);
+    };
     constexpr int kSlots = kAhead + 1;
     float M = -INFINITY, L = 0, O = 0;
     MergeChunk ring[kSlots];
 #pragma unroll
-    for (int i = 0; i < kAhead; ++i) {
-        const int chunk = z_lo + i * kMergeChunk;
-        if (chunk <= z_hi) load_merge_chunk(ring[i], parts, stride, chunk, z_hi, d, has_dim, lane);
-    }
-    for (int group = z_lo; group <= z_hi; group += kSlots * kMergeChunk) {
+    for (int i = 0; i < kAhead; ++i)
+        if (row.z_lo + i * kMergeChunk <= row.z_hi) load(ring[i], row.z_lo + i * kMergeChunk);
+    for (int group = row.z_lo; group <= row.z_hi; group += kSlots * kMergeChunk) {
 #pragma unroll
         for (int slot = 0; slot < kSlots; ++slot) {
             const int chunk = group + slot * kMergeChunk;
-            if (chunk > z_hi) break;  // CTA-uniform
-            const int ahead = chunk + kAhead * kMergeChunk;
-            if (ahead <= z_hi)
-                load_merge_chunk(ring[(slot + kAhead) % kSlots], parts, stride, ahead, z_hi, d, has_dim, lane);
-            fold_loaded_chunk(ring[slot], M, L, O, lane);
+            if (chunk > row.z_hi) break;  // CTA-uniform
+            if (chunk + kAhead * kMergeChunk <= row.z_hi)
+                load(ring[(slot + kAhead) % kSlots], chunk + kAhead * kMergeChunk);
+            fold_loaded_chunk(ring[slot], M, L, O, d % 32);
         }
     }
-    if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
+    if (row.has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
 // TACO_CUDA_MERGE_SCALES_FIRST=1 (opt-in, not yet measured): the same merge in two phases per block of up to 256
