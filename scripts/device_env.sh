@@ -34,10 +34,21 @@ if ldconfig -p 2>/dev/null | grep -q libcudnn.so.9 || [[ "$LD_LIBRARY_PATH" == *
 fi
 # One step of a round trip (gpu_quick.sh, gpu_llama_cpp.sh): runs COMMAND with a limit, its output in $out/NAME.log, a
 # line "NAME rc=RC SECONDSs" in $out/summary.txt; a failing step sets status=1 (the script's exit status).
+# TACO_DEVICE_BUDGET_S (seconds since the script started): a step gets at most what is left of it, and once it is
+# spent the steps are skipped ("NAME skipped"), so the script still reaches its end (gpu_quick.sh's packing) inside
+# the run tool's limit.
 status=0
 step() {  # step NAME SECONDS COMMAND...
   local name=$1 limit=$2 start=$SECONDS
   shift 2
+  if [ -n "${TACO_DEVICE_BUDGET_S:-}" ]; then
+    local left=$((TACO_DEVICE_BUDGET_S - SECONDS))
+    if [ "$left" -lt 5 ]; then
+      echo "$name skipped (TACO_DEVICE_BUDGET_S spent)" | tee -a "$out/summary.txt"
+      return
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
   timeout -k 5 "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
