@@ -131,7 +131,8 @@ for switch in ${TACO_QUICK_OPT_INS:-}; do
   # A decode attention kernel's switch (TACO_CUDA_DECODE_*, TACO_CUDA_MERGE_*, TACO_CUDA_ATTENTION_*): the decode
   # attention cases and their kernels' times with it on (against the default's above). Other switches
   # (TACO_CUDA_CUDNN_WARMUP) leave the kernels as they are.
-  if [[ "$switch" == TACO_CUDA_DECODE_* || "$switch" == TACO_CUDA_MERGE_* || "$switch" == TACO_CUDA_ATTENTION_* ]]; then
+  if [[ "$switch" == TACO_CUDA_DECODE_* || "$switch" == TACO_CUDA_MERGE_* ||
+    "$switch" == TACO_CUDA_ATTENTION_* ]]; then
     step "attention_bench_${switch}_on" 120 env "$switch=1" "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
       --benchmark_filter='BM_Decode/kernel:0' --benchmark_out="$out/cuda_attention_bench_${switch}_on.json" \
       --benchmark_out_format=json
