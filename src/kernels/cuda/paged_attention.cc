@@ -57,6 +57,22 @@ bool merge_deep_prefetch_enabled() {
     return enabled;
 }
 
+namespace {
+
+// The merge's form from its two opt-ins, read once; both on is refused rather than one of them left unheeded.
+MergeForm merge_form_chosen() {
+    static const MergeForm form = [] {
+        const bool scales_first = merge_scales_first_enabled(), deep = merge_deep_prefetch_enabled();
+        TACO_CHECK_MSG(!(scales_first && deep),
+                       "TACO_CUDA_MERGE_SCALES_FIRST and TACO_CUDA_MERGE_DEEP_PREFETCH are both 1: they choose two "
+                       "forms of the split-KV merge; turn one of them on");
+        return scales_first ? MergeForm::kScalesFirst : deep ? MergeForm::kDeepPrefetch : MergeForm::kChunked;
+    }();
+    return form;
+}
+
+}  // namespace
+
 bool attention_early_prologue_enabled() {
     static const bool enabled =
         env_switch("TACO_CUDA_ATTENTION_EARLY_PROLOGUE", std::getenv("TACO_CUDA_ATTENTION_EARLY_PROLOGUE"),
@@ -188,8 +204,7 @@ void paged_attention_with(const ExecContext& ctx, const TensorView& q, const Ten
     }
     p.act = act;
     p.cache = cache;
-    p.merge_scales_first = merge_scales_first_enabled();
-    p.merge_deep_prefetch = merge_deep_prefetch_enabled();
+    p.merge_form = merge_form_chosen();
     p.early_prologue = attention_early_prologue_enabled();
     p.grid_x = grid_x;
     p.grid_y = grid_y;

@@ -74,6 +74,7 @@ bool cudnn_attention_warmup_enabled();
 bool merge_scales_first_enabled();
 // TACO_CUDA_MERGE_DEEP_PREFETCH, read once (env_opt_in): 1, split-KV's merge keeps three chunks of 32 partitions'
 // loads in flight instead of one (paged_attention_merge.cu; the same bits); unset or 0, one. Not yet measured.
+// The two merge switches choose one form: the first attention launch aborts, naming both, when both are 1.
 bool merge_deep_prefetch_enabled();
 // TACO_CUDA_ATTENTION_EARLY_PROLOGUE, read once (env_switch): unset or 1, the decode kernel and the merge read the
 // metadata, the first tile's block table and (where every key of it is older than the row's position) stage the

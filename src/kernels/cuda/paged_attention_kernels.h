@@ -18,6 +18,14 @@ constexpr int kMaxAttentionHeadDim = 256;
 constexpr int kMmaAttentionRowsPerCta = 64;     // the tensor-core kernel: 4 warps of 16 rows
 constexpr int kDecodeAttentionRowsPerCta = 16;  // the decode kernel: one token's heads of a GQA group
 
+// Which form of split-KV's merge runs (paged_attention_merge.cu): every form folds a row's partitions with the same
+// operations in the same order, so they give the same bits.
+enum class MergeForm : uint8_t {
+    kChunked,       // chunks of 32 partitions, the next one's loads in flight (the default)
+    kScalesFirst,   // TACO_CUDA_MERGE_SCALES_FIRST: a block of 256 partitions' scales first
+    kDeepPrefetch,  // TACO_CUDA_MERGE_DEEP_PREFETCH: three chunks' loads in flight
+};
+
 struct AttentionLaunch {
     const void* q;        // [T, H, D] act
     const void* k_cache;  // [num_blocks, block_size, KVH, D] cache dtype
@@ -39,11 +47,10 @@ struct AttentionLaunch {
     float scale, softcap;
     int window;
     bool alibi_bf16;
-    DType act, cache;          // q and out; the caches (act or f32)
-    bool tensor_cores;         // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
-    bool decode;               // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
-    bool merge_scales_first;   // with partials: the merge's two-phase form (merge_scales_first_enabled)
-    bool merge_deep_prefetch;  // with partials: the merge with several chunks in flight (merge_deep_prefetch_enabled)
+    DType act, cache;      // q and out; the caches (act or f32)
+    bool tensor_cores;     // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
+    bool decode;           // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
+    MergeForm merge_form;  // with partials: the merge's form (paged_attention.h's switches)
     // The decode and merge kernels read what was written before the kernel they follow started (the metadata, the
     // block tables, the decode kernel's keys before each row's position) before their grid_dependency_wait
     // (attention_early_prologue_enabled).

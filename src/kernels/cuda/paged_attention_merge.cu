@@ -197,15 +197,16 @@ __global__ void merge_partitions_deep_kernel(const AttentionLaunch p) {
     if (row.has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
-// TACO_CUDA_MERGE_SCALES_FIRST=1 (opt-in, not yet measured): the same merge in two phases per block of up to 256
-// partitions. At 32k keys the kernel above spends about 1.4 us a chunk of 32 partitions on the chunk's prefix
-// maximum, exponentials and 128 shuffles before its fold can start, chunk after chunk (11.1 us a call on an H100,
-// a fifth of the layer's attention). Here the scales come first for the whole block at once: each warp scans its
-// chunks' maxima, the chunks' carries come from the chunk maxima before them (fmaxf is exact in any order, so every
-// partition gets the M before and after it that merge_scales would), and each partition's a, b, l and whether it is
-// skipped go to shared memory; then every thread folds its dim over the block's partitions in order, reading the
-// scales with one broadcast load a partition, with its values' loads a chunk ahead. What is left in order is the
-// fold's two multiply-adds a partition, as before, with the same operations on the same values.
+// TACO_CUDA_MERGE_SCALES_FIRST=1 (opt-in): the same merge in two phases per block of up to 256 partitions. The
+// scales come first for the whole block at once: each warp scans its chunks' maxima, the chunks' carries come from
+// the chunk maxima before them (fmaxf is exact in any order, so every partition gets the M before and after it that
+// merge_scales would), and each partition's a, b, l and whether it is skipped go to shared memory; then every thread
+// folds its dim over the block's partitions in order, reading the scales with one broadcast load a partition, with
+// its values' loads a chunk ahead. What is left in order is the fold's two multiply-adds a partition, as before, with
+// the same operations on the same values. It was built on the reading that merge_partitions_kernel spends about
+// 1.4 us a chunk on the chunk's prefix maximum, exponentials and 128 shuffles before its fold can start; measured
+// (bench/results/h100-2026-12-07g) it was slower alone (32k keys 11.5 -> 12.2 us, 1k 4.3 -> 5.0) and even in an
+// attention call at 32k, though a one-iteration 32k latency run gained 3%: opt-in until a longer A/B decides.
 constexpr int kMergeBlock = 256;
 constexpr int kMergeBlockChunks = kMergeBlock / kMergeChunk;
 
@@ -290,14 +291,18 @@ template <class QT>
 void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     const int threads = (p.head_dim + 31) / 32 * 32;
     const dim3 grid(unsigned(p.num_tokens), unsigned(p.num_heads));
-    if (p.merge_scales_first) {
-        launch_kernel("merge_partitions_scales_first_kernel", merge_partitions_scales_first_kernel<QT>, grid, threads,
-                      0, stream, p);
-    } else if (p.merge_deep_prefetch) {
-        launch_kernel("merge_partitions_deep_kernel", merge_partitions_deep_kernel<QT, kMergeDeepAhead>, grid, threads,
-                      0, stream, p);
-    } else {
-        launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>, grid, threads, 0, stream, p);
+    switch (p.merge_form) {
+        case MergeForm::kScalesFirst:
+            launch_kernel("merge_partitions_scales_first_kernel", merge_partitions_scales_first_kernel<QT>, grid,
+                          threads, 0, stream, p);
+            return;
+        case MergeForm::kDeepPrefetch:
+            launch_kernel("merge_partitions_deep_kernel", merge_partitions_deep_kernel<QT, kMergeDeepAhead>, grid,
+                          threads, 0, stream, p);
+            return;
+        case MergeForm::kChunked:
+            launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>, grid, threads, 0, stream, p);
+            return;
     }
 }
 
