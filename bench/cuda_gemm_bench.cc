@@ -7,6 +7,7 @@
 //   BM_SkinnyBulk:  the bulk-copy build's tunings: arguments M, N, K, stages, blocks per multiprocessor.
 //   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16), also at the
 //                   batch decode shapes M = 32 .. 256.
+//   BM_CublasCandidate: each allowed cuBLASLt candidate at the batch shapes (arguments M, N, K, candidate index).
 // Arguments: M, N, K. Weights rotate through a 1 GiB pool so they come from HBM, not from the 50 MB L2. Counters:
 // weight_GBps (weight bytes per second; over BM_DeviceCopy's rw_GBps: the fraction of the copy bandwidth).
 //   build/cuda/cuda_gemm_bench --benchmark_min_time=0.2s
@@ -109,7 +110,8 @@ void BM_SkinnyBulk(benchmark::State& state) {
                {SkinnyTuning::Kernel::kBulkCopy, int(state.range(3)), int(state.range(4))});
 }
 
-void BM_Cublas(benchmark::State& state) {
+// BM_Cublas's plan, or with `candidate` >= 0 that allowed candidate of the heuristic (GemmKey::candidate).
+void run_cublas(benchmark::State& state, int candidate) {
     Gpu& g = gpu();
     if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
     const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
@@ -119,7 +121,11 @@ void BM_Cublas(benchmark::State& state) {
     key.workspace_bytes = g.ctx.blas_workspace.nbytes();
     cudaGetDevice(&key.device);
     auto handle = static_cast<cublasLtHandle_t>(g.ctx.blas_handle);
+    if (candidate >= GemmPlan::allowed_candidates(handle, key))
+        return state.SkipWithError("past the heuristic's last allowed candidate");
+    key.candidate = candidate;
     const GemmPlan& plan = GemmPlanCache::global().get(handle, key, nullptr);
+    state.SetLabel(plan.describe());
     auto stream = static_cast<cudaStream_t>(g.stream->stream());
     time_calls(state, [&](int64_t i) {
         plan.run(handle, g.x.view().data, weights(i, n, k), nullptr, g.y.view().data, g.ctx.blas_workspace.data,
@@ -127,6 +133,12 @@ void BM_Cublas(benchmark::State& state) {
     });
     report(state, n, k);
 }
+
+void BM_Cublas(benchmark::State& state) { run_cublas(state, -1); }
+
+// Every allowed candidate of the heuristic (argument 4: its index), to see how far the rule's choice is from the
+// fastest at the batch decode shapes; the label names each one's configuration.
+void BM_CublasCandidate(benchmark::State& state) { run_cublas(state, int(state.range(3))); }
 
 // The 8B model's decode matrices (N, K): fused qkv, o_proj, gate / up, fused gate+up, down, lm_head.
 constexpr std::pair<int64_t, int64_t> kDecodeMatrices[] = {{6144, 4096},  {4096, 4096},  {14336, 4096},
@@ -142,6 +154,12 @@ void decode_shapes(benchmark::internal::Benchmark* b) {
 void batch_shapes(benchmark::internal::Benchmark* b) {
     for (int64_t m : {32, 64, 128, 256})
         for (auto [n, k] : kDecodeMatrices) b->Args({m, n, k});
+}
+
+void batch_candidates(benchmark::internal::Benchmark* b) {
+    for (int64_t m : {32, 64, 128, 256})
+        for (auto [n, k] : kDecodeMatrices)
+            for (int64_t candidate = 0; candidate < 32; ++candidate) b->Args({m, n, k, candidate});
 }
 
 // The bulk build's ring depth and blocks per multiprocessor on each decode matrix at M = 1, and the first default
@@ -163,6 +181,7 @@ BENCHMARK(BM_SkinnyRegisters)->Apply(decode_shapes)->UseManualTime()->Unit(bench
 BENCHMARK(BM_SkinnyBulk)->Apply(bulk_tunings)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(batch_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CublasCandidate)->Apply(batch_candidates)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace taco::cuda

@@ -68,8 +68,8 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   # The decode GEMMs (skinny kernel and cuBLASLt) against the copy bandwidth.
-  step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.01 --benchmark_out="$out/cuda_gemm_bench.json" \
-    --benchmark_out_format=json
+  step gemm_bench 120 "$build/cuda_gemm_bench" --benchmark_min_time=0.01 --benchmark_filter=-Candidate \
+    --benchmark_out="$out/cuda_gemm_bench.json" --benchmark_out_format=json
   # Attention per layer: the tensor cores against the CUDA cores, prefill and decode.
   step attention_bench 150 "$build/cuda_attention_bench" --benchmark_min_time=0.02 \
     --benchmark_out="$out/cuda_attention_bench.json" --benchmark_out_format=json

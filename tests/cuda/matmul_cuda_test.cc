@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -202,6 +203,49 @@ TEST_F(CudaMatmul, FewRowsAndOutputsFillTheGpuWithTheSameBitsEveryCall) {
                     plan.algo_workspace_bytes());
         EXPECT_GE(plan.waves(), 0.2f);
     }
+}
+
+// GemmKey::candidate (how cuda_gemm_bench times the heuristic's other choices): every allowed candidate computes the
+// same product to bf16 rounding, with the same bits on every call, and an index past the last one is refused.
+TEST_F(CudaMatmul, EveryAllowedCandidateComputesTheProduct) {
+    const int64_t m = 64, n = 1024, k = 2048;
+    std::mt19937 rng(7);
+    HostMatrix x = random_matrix(m, k, DType::kBF16, rng), w = random_matrix(n, k, DType::kBF16, rng);
+    std::vector<double> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            double sum = 0;
+            for (int64_t l = 0; l < k; ++l) sum += x.values[size_t(i * k + l)] * w.values[size_t(j * k + l)];
+            want[size_t(i * n + j)] = sum;
+        }
+    Tensor dx = to_device(x.tensor), dw = to_device(w.tensor);
+    Tensor y = Tensor::empty({m, n}, DType::kBF16, Device::kCuda),
+           again = Tensor::empty({m, n}, DType::kBF16, Device::kCuda);
+    cuda::GemmKey key;
+    key.m = m, key.n = n, key.k = k, key.in_dtype = DType::kBF16, key.out_dtype = DType::kBF16;
+    key.align_x = cuda::address_alignment(dx.view().data), key.align_w = cuda::address_alignment(dw.view().data);
+    key.align_y = std::min(cuda::address_alignment(y.view().data), cuda::address_alignment(again.view().data));
+    key.workspace_bytes = ctx_.blas_workspace.nbytes();
+    ASSERT_EQ(cudaGetDevice(&key.device), cudaSuccess);
+    auto handle = static_cast<cublasLtHandle_t>(ctx_.blas_handle);
+    auto stream = static_cast<cudaStream_t>(stream_->stream());
+    const int candidates = cuda::GemmPlan::allowed_candidates(handle, key);
+    ASSERT_GE(candidates, 1);
+    for (int c = 0; c < candidates; ++c) {
+        key.candidate = c;
+        const cuda::GemmPlan& plan = cuda::GemmPlanCache::global().get(handle, key, nullptr);
+        SCOPED_TRACE(plan.describe());
+        plan.run(handle, dx.view().data, dw.view().data, nullptr, y.view().data, ctx_.blas_workspace.data, stream);
+        plan.run(handle, dx.view().data, dw.view().data, nullptr, again.view().data, ctx_.blas_workspace.data, stream);
+        stream_->synchronize();
+        EXPECT_LT(worst_row_error(read(y), want, n), 2.1 * 0x1p-8);
+        EXPECT_EQ(bytes_of(y), bytes_of(again));
+    }
+    std::printf("%d allowed candidates for [%lld, %lld] x [%lld, %lld]^T\n", candidates, static_cast<long long>(m),
+                static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(k));
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    key.candidate = candidates;
+    EXPECT_DEATH(cuda::GemmPlanCache::global().get(handle, key, nullptr), "candidate");
 }
 
 TEST_F(CudaMatmul, WeightsOfAnotherDtypeThanTheActivationsAreRefused) {

@@ -2,6 +2,8 @@
 #include "kernels/cuda/gemm_plan_cache.h"
 
 #include <array>
+#include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "kernels/cuda/cuda_check.h"
@@ -65,9 +67,8 @@ GemmPlan::GemmPlan(cublasLtHandle_t handle, const GemmKey& key, const float* bia
     TACO_CHECK_MSG(
         choose_algorithm(handle),
         "matmul: cuBLASLt has no algorithm without split-K or with an out-of-place fp32 split-K for x [{}, {}] "
-        "{} . w [{}, {}]^T -> y {} (last "
-        "heuristic status: {})",
-        key.m, key.k, dtype_name(key.in_dtype), key.n, key.k, dtype_name(key.out_dtype),
+        "{} . w [{}, {}]^T -> y {} (candidate {} of {} asked; last heuristic status: {})",
+        key.m, key.k, dtype_name(key.in_dtype), key.n, key.k, dtype_name(key.out_dtype), key.candidate, allowed_count_,
         cublasLtGetStatusString(heuristic_status_));
 }
 
@@ -126,8 +127,10 @@ bool GemmPlan::choose_algorithm_among(cublasLtHandle_t handle, uint32_t reductio
     // over K whose fp32 partials go to the workspace and are summed by a separate kernel in a fixed order. Never an
     // in-place reduction or partials in y's dtype (the order or the precision of the sum would change). The first
     // with a grid of at least kMinWaves is taken, else the one with the fullest grid: a choice made from the shape
-    // and the device alone, so a shape always runs the same kernel.
-    int chosen = -1;
+    // and the device alone, so a shape always runs the same kernel. key_.candidate >= 0 takes that allowed
+    // candidate instead (benchmarks).
+    int chosen = -1, allowed = 0;
+    bool rule_done = false;
     for (int i = 0; i < found; ++i) {
         const cublasLtMatmulHeuristicResult_t& r = results[size_t(i)];
         if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > workspace) continue;
@@ -141,12 +144,18 @@ bool GemmPlan::choose_algorithm_among(cublasLtHandle_t handle, uint32_t reductio
         const bool sequential = splits <= 1 && scheme == CUBLASLT_REDUCTION_SCHEME_NONE;
         const bool out_of_place = splits > 1 && scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
         if (!sequential && !out_of_place) continue;
-        if (chosen < 0 || r.wavesCount > results[size_t(chosen)].wavesCount) chosen = i;
-        if (r.wavesCount >= kMinWaves) {
-            chosen = i;
-            break;
+        if (key_.candidate >= 0) {
+            if (allowed == key_.candidate) chosen = i;
+        } else if (!rule_done) {
+            if (chosen < 0 || r.wavesCount > results[size_t(chosen)].wavesCount) chosen = i;
+            if (r.wavesCount >= kMinWaves) {
+                chosen = i;
+                rule_done = true;
+            }
         }
+        ++allowed;
     }
+    allowed_count_ = allowed;
     if (chosen < 0) return false;
     algo_ = results[size_t(chosen)].algo;
     algo_workspace_bytes_ = results[size_t(chosen)].workspaceSize;
@@ -170,6 +179,34 @@ void GemmPlan::run(cublasLtHandle_t handle, const void* x, const void* w, const 
             cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     TACO_CUBLAS_CHECK(cublasLtMatmul(handle, desc_, &alpha, w, a_, x, b_, &beta, y, d_, y, d_, &algo_, workspace,
                                      algo_workspace_bytes_, stream));
+}
+
+std::string GemmPlan::describe() const {
+    const std::array<std::pair<cublasLtMatmulAlgoConfigAttributes_t, const char*>, 6> attributes = {{
+        {CUBLASLT_ALGO_CONFIG_ID, "id"},
+        {CUBLASLT_ALGO_CONFIG_TILE_ID, "tile"},
+        {CUBLASLT_ALGO_CONFIG_STAGES_ID, "stages"},
+        {CUBLASLT_ALGO_CONFIG_SPLITK_NUM, "splitk"},
+        {CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, "swizzle"},
+        {CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, "cluster"},
+    }};
+    std::string text;
+    for (const auto& [attr, name] : attributes) {
+        uint32_t value = 0;  // every attribute here is 32 bits or fewer; the rest of the word stays 0
+        size_t written = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(&algo_, attr, &value, sizeof(value), &written) !=
+            CUBLAS_STATUS_SUCCESS)
+            continue;
+        text.append(name).append("=").append(std::to_string(value)).append(" ");
+    }
+    return text.append("waves=").append(std::to_string(waves_));
+}
+
+int GemmPlan::allowed_candidates(cublasLtHandle_t handle, const GemmKey& key) {
+    GemmKey rule = key;
+    rule.candidate = -1;
+    rule.bias = false;
+    return GemmPlan(handle, rule, nullptr).allowed_count_;
 }
 
 GemmPlanCache& GemmPlanCache::global() {

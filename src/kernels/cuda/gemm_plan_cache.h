@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "core/dtype.h"
@@ -47,10 +48,14 @@ struct GemmKey {
     uint32_t align_x = 256, align_w = 256, align_y = 256, align_bias = 256;
     size_t workspace_bytes = 0;  // the GEMM workspace the plan may use
     int device = 0;              // the CUDA device its algorithm was chosen on
+    // -1: the algorithm the rule in GemmPlan::choose_algorithm_among picks. i >= 0: the i-th allowed candidate in
+    // the heuristic's order instead (cuda_gemm_bench times every candidate this way); a plan for an index past the
+    // last candidate aborts, so ask GemmPlan::allowed_candidates first.
+    int candidate = -1;
 
     auto tied() const {
         return std::tie(m, n, k, in_dtype, out_dtype, bias, align_x, align_w, align_y, align_bias, workspace_bytes,
-                        device);
+                        device, candidate);
     }
     bool operator<(const GemmKey& other) const { return tied() < other.tied(); }
 };
@@ -80,6 +85,11 @@ public:
     size_t algo_workspace_bytes() const { return algo_workspace_bytes_; }
     // The chosen algorithm's grid in waves of the GPU (cuBLASLt's wavesCount).
     float waves() const { return waves_; }
+    // The chosen algorithm's configuration in words: id, tile, stages, split-K (benchmark labels).
+    std::string describe() const;
+    // How many candidates the heuristic allows for the key without a bias (KEY.candidate is ignored): the range
+    // of GemmKey::candidate.
+    static int allowed_candidates(cublasLtHandle_t handle, const GemmKey& key);
 
 private:
     // desc_ with the transposes, and the f32 bias epilogue when epilogue_bias is given.
@@ -97,6 +107,7 @@ private:
     cublasLtMatmulAlgo_t algo_{};
     size_t algo_workspace_bytes_ = 0;
     float waves_ = 0;
+    int allowed_count_ = 0;  // allowed candidates under the last heuristic query
     bool bias_in_epilogue_ = false;
     cublasStatus_t heuristic_status_ = CUBLAS_STATUS_SUCCESS;  // of the last heuristic query (error messages)
     // The descriptor holds the bias pointer, which changes between calls: setting it and enqueueing the product
