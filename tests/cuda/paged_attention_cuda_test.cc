@@ -301,11 +301,13 @@ TEST_F(CudaPagedAttention, SplitKvAndOneCtaGiveTheSameBits) {
     }
 }
 
-// Rows of many partitions: the merge kernel folds a row's partitions in chunks of 32 (and with
-// TACO_CUDA_MERGE_SCALES_FIRST=1 in blocks of 256), so rows past 4k and past 32k keys cross chunks and blocks, one
-// from a window's first partition; split, they must still have the bits of the one-CTA walk.
+// Rows of many partitions: the merge kernel folds a row of one chunk of 32 partitions chunk-wise and a longer row in
+// blocks of 256 scales-first (TACO_CUDA_MERGE_SCALES_FIRST=0 folds every row chunk-wise), so rows past 4k and past
+// 32k keys cross chunks and blocks, one from a window's first partition; split, they must still have the bits of the
+// one-CTA walk.
 TEST_F(CudaPagedAttention, SplitKvGivesTheOneCtaBitsOverManyPartitions) {
-    const Seqs seqs = {{33000, 1}, {4100, 1}, {8191, 1}};
+    // 4095 keys: 32 partitions, the longest row of one chunk; 4100: 33, the shortest scales-first row.
+    const Seqs seqs = {{33000, 1}, {4100, 1}, {8191, 1}, {4095, 1}};
     for (DType dtype : {DType::kBF16, DType::kF32}) {
         for (const int window : {0, 20000}) {
             const Shape shape = window == 0 ? Shape{8, 2, 64, 16} : Shape{4, 2, 128, 16};
@@ -314,8 +316,8 @@ TEST_F(CudaPagedAttention, SplitKvGivesTheOneCtaBitsOverManyPartitions) {
             problem.make_cache(seqs);
             ops::AttentionParams params = params_for(shape.head_dim);
             params.sliding_window = window;
-            AttentionProblem::Run a = problem.prepare(seqs, {0, 1, 2});
-            AttentionProblem::Run b = problem.prepare(seqs, {0, 1, 2});
+            AttentionProblem::Run a = problem.prepare(seqs, {0, 1, 2, 3});
+            AttentionProblem::Run b = problem.prepare(seqs, {0, 1, 2, 3});
             run(problem, a, params, cuda::SplitKv::kNever);
             run(problem, b, params, cuda::SplitKv::kAlways);
             expect_written(a, shape.heads * shape.head_dim);

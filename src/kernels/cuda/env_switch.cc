@@ -22,4 +22,14 @@ bool env_opt_in(const char* name, const char* env_value, const char* what) {
     return false;
 }
 
+int env_override(const char* name, const char* env_value, const char* what) {
+    const std::string_view value = env_value == nullptr ? std::string_view() : std::string_view(env_value);
+    if (value.empty()) return -1;
+    if (value == "1") return 1;
+    if (value == "0") return 0;
+    TACO_CHECK_MSG(false, "{} is '{}': unset lets the backend choose {}; 1 forces it everywhere, 0 nowhere", name,
+                   value, what);
+    return -1;
+}
+
 }  // namespace taco::cuda

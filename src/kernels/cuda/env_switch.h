@@ -9,5 +9,8 @@ namespace taco::cuda {
 bool env_switch(const char* name, const char* env_value, const char* what);
 // An opt-in switch (a path still being measured): unset, empty and "0" off; "1" on; any other value aborts.
 bool env_opt_in(const char* name, const char* env_value, const char* what);
+// An override of a choice the backend makes by itself: unset or empty, -1 (the backend's own choice); "1", 1 (on
+// everywhere); "0", 0 (off everywhere); any other value aborts, naming the variable, the value and what it forces.
+int env_override(const char* name, const char* env_value, const char* what);
 
 }  // namespace taco::cuda

@@ -44,29 +44,17 @@ bool cudnn_attention_enabled() {
     return enabled;
 }
 
-bool merge_scales_first_enabled() {
-    static const bool enabled = env_opt_in("TACO_CUDA_MERGE_SCALES_FIRST", std::getenv("TACO_CUDA_MERGE_SCALES_FIRST"),
-                                           "split-KV's merge with each block's scales first");
-    return enabled;
-}
-
-bool merge_deep_prefetch_enabled() {
-    static const bool enabled =
-        env_opt_in("TACO_CUDA_MERGE_DEEP_PREFETCH", std::getenv("TACO_CUDA_MERGE_DEEP_PREFETCH"),
-                   "split-KV's merge with three chunks of partitions in flight");
-    return enabled;
-}
-
 namespace {
 
-// The merge's form from its two opt-ins, read once; both on is refused rather than one of them left unheeded.
+// The merge's form (paged_attention.h's TACO_CUDA_MERGE_SCALES_FIRST), read once.
 MergeForm merge_form_chosen() {
     static const MergeForm form = [] {
-        const bool scales_first = merge_scales_first_enabled(), deep = merge_deep_prefetch_enabled();
-        TACO_CHECK_MSG(!(scales_first && deep),
-                       "TACO_CUDA_MERGE_SCALES_FIRST and TACO_CUDA_MERGE_DEEP_PREFETCH are both 1: they choose two "
-                       "forms of the split-KV merge; turn one of them on");
-        return scales_first ? MergeForm::kScalesFirst : deep ? MergeForm::kDeepPrefetch : MergeForm::kChunked;
+        switch (env_override("TACO_CUDA_MERGE_SCALES_FIRST", std::getenv("TACO_CUDA_MERGE_SCALES_FIRST"),
+                             "the split-KV merge's scales-first form")) {
+            case 1: return MergeForm::kScalesFirst;
+            case 0: return MergeForm::kChunked;
+            default: return MergeForm::kByLength;
+        }
     }();
     return form;
 }

@@ -69,13 +69,9 @@ bool cudnn_attention_enabled();
 // TACO_CUDA_CUDNN_WARMUP, read once (env_opt_in): 1, ModelRunner::create builds cuDNN's plans for every bucket at
 // start-up (cudnn_attention_build_buckets) after one prefill step on the real cache; unset or 0, on first use.
 bool cudnn_attention_warmup_enabled();
-// TACO_CUDA_MERGE_SCALES_FIRST, read once (env_opt_in): 1, split-KV's merge computes a block of partitions' scales
-// before folding them (paged_attention_merge.cu; the same bits); unset or 0, chunk by chunk.
-bool merge_scales_first_enabled();
-// TACO_CUDA_MERGE_DEEP_PREFETCH, read once (env_opt_in): 1, split-KV's merge keeps three chunks of 32 partitions'
-// loads in flight instead of one (paged_attention_merge.cu; the same bits); unset or 0, one. Not yet measured.
-// The two merge switches choose one form: the first attention launch aborts, naming both, when both are 1.
-bool merge_deep_prefetch_enabled();
+// TACO_CUDA_MERGE_SCALES_FIRST, read once (env_override) by the first split launch: unset, split-KV's merge takes
+// each row's form by its length (paged_attention_kernels.h's MergeForm::kByLength); 1, every row scales-first; 0,
+// every row chunk by chunk. The same bits every way.
 // TACO_CUDA_ATTENTION_EARLY_PROLOGUE, read once (env_switch): unset or 1, the decode kernel and the merge read the
 // metadata, the first tile's block table and (where every key of it is older than the row's position) stage the
 // first tile of K and V before their grid_dependency_wait, under the tail of the kernel they follow (programmatic

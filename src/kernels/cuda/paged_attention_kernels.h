@@ -21,9 +21,9 @@ constexpr int kDecodeAttentionRowsPerCta = 16;  // the decode kernel: one token'
 // Which form of split-KV's merge runs (paged_attention_merge.cu): every form folds a row's partitions with the same
 // operations in the same order, so they give the same bits.
 enum class MergeForm : uint8_t {
-    kChunked,       // chunks of 32 partitions, the next one's loads in flight (the default)
-    kScalesFirst,   // TACO_CUDA_MERGE_SCALES_FIRST: a block of 256 partitions' scales first
-    kDeepPrefetch,  // TACO_CUDA_MERGE_DEEP_PREFETCH: three chunks' loads in flight
+    kByLength,     // the default: a row of one chunk (<= 32 partitions) kChunked, a longer one kScalesFirst
+    kChunked,      // chunks of 32 partitions, the next one's loads in flight (TACO_CUDA_MERGE_SCALES_FIRST=0)
+    kScalesFirst,  // a block of 256 partitions' scales first, then the fold (TACO_CUDA_MERGE_SCALES_FIRST=1)
 };
 
 struct AttentionLaunch {

@@ -19,11 +19,12 @@ namespace {
 
 constexpr int kPartitionKeys = kAttentionPartitionKeys;
 
-// The merge kernel: one CTA per (token, head), one thread per dim, merging the row's partitions in
-// increasing order exactly as paged_attention_kernel does when it walks them itself. At 32k keys a row has 256
-// partitions, and a fold that waited on a load or an exponential per partition took tens of microseconds, so the
-// work is taken apart where that keeps the bits: per chunk of 32 partitions, every thread asks for its dim of all 32
-// at once; each warp's lane i reads partition i's (m, l) and the running maxima come from a prefix maximum over the
+// The merge kernel (merge_partitions_kernel below): one CTA per (token, head), one thread per dim, merging the row's
+// partitions in increasing order exactly as paged_attention_kernel does when it walks them itself, in one of two
+// forms (MergeForm). The chunked form, which rows of up to one chunk of partitions take by default: at 32k keys a row
+// has 256 partitions, and a fold that waited on a load or an exponential per partition took tens of microseconds, so
+// the work is taken apart where that keeps the bits: per chunk of 32 partitions, every thread asks for its dim of all
+// 32 at once; each warp's lane i reads partition i's (m, l) and the running maxima come from a prefix maximum over the
 // lanes (fmaxf is exact in any order, so they are merge_scales' M before and after each partition), and so do the
 // scales (merge_scales_between); what is left in order is two multiply-adds per partition, L's and O's.
 // The next chunk's loads are in flight while a chunk is folded, and a partition that adds nothing keeps the running
@@ -139,11 +140,9 @@ __device__ __forceinline__ void fold_loaded_chunk(const MergeChunk& c, float& M,
     M = __shfl_sync(kFullWarp, after, n - 1);
 }
 
+// The chunked form: chunk by chunk in order, the next chunk's loads in flight while one is folded.
 template <class QT>
-__global__ void merge_partitions_kernel(const AttentionLaunch p) {
-    if (!p.early_prologue) grid_dependency_wait();
-    MergeRow<QT> row;
-    if (!merge_row_of(p, row)) return;
+__device__ __forceinline__ void merge_chunked(const MergeRow<QT>& row) {
     const int d = int(threadIdx.x), lane = d % 32;
     const float* parts = row.parts;
     const int64_t stride = row.stride;
@@ -161,64 +160,29 @@ __global__ void merge_partitions_kernel(const AttentionLaunch p) {
     if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
-// TACO_CUDA_MERGE_DEEP_PREFETCH=1 (opt-in, not yet measured): the same fold with kAhead chunks' loads in flight
-// instead of one. At 32k keys (8 chunks a row) the kernel above waits about a chunk's L2 round trip per chunk, since
-// its `cur = next` needs the chunk issued one fold earlier (11.5 us a call on an H100, where the scales-first form,
-// one chunk ahead too, was no faster: bench/results/h100-2026-12-07g). Chunks are taken in groups of kAhead + 1 so
-// that each chunk's ring slot is a compile-time index (registers, no copies that would wait on a load in flight):
-// chunk z_lo + 32 i lives in slot i mod (kAhead + 1). The same folds in the same order: the same bits.
-constexpr int kMergeDeepAhead = 3;
-
-template <class QT, int kAhead>
-__global__ void merge_partitions_deep_kernel(const AttentionLaunch p) {
-    if (!p.early_prologue) grid_dependency_wait();
-    MergeRow<QT> row;
-    if (!merge_row_of(p, row)) return;
-    const int d = int(threadIdx.x);
-    const auto load = [&](MergeChunk& c, int chunk) {
-        load_merge_chunk(c, row.parts, row.stride, chunk, row.z_hi, d, row.has_dim, d % 32);
-    };
-    constexpr int kSlots = kAhead + 1;
-    float M = -INFINITY, L = 0, O = 0;
-    MergeChunk ring[kSlots];
-#pragma unroll
-    for (int i = 0; i < kAhead; ++i)
-        if (row.z_lo + i * kMergeChunk <= row.z_hi) load(ring[i], row.z_lo + i * kMergeChunk);
-    for (int group = row.z_lo; group <= row.z_hi; group += kSlots * kMergeChunk) {
-#pragma unroll
-        for (int slot = 0; slot < kSlots; ++slot) {
-            const int chunk = group + slot * kMergeChunk;
-            if (chunk > row.z_hi) break;  // CTA-uniform
-            if (chunk + kAhead * kMergeChunk <= row.z_hi)
-                load(ring[(slot + kAhead) % kSlots], chunk + kAhead * kMergeChunk);
-            fold_loaded_chunk(ring[slot], M, L, O, d % 32);
-        }
-    }
-    if (row.has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
-}
-
-// TACO_CUDA_MERGE_SCALES_FIRST=1 (opt-in): the same merge in two phases per block of up to 256 partitions. The
+// The scales-first form, which rows of more than one chunk of partitions (over 4,096 keys) take by default: the same
+// merge in two phases per block of up to 256 partitions. The
 // scales come first for the whole block at once: each warp scans its chunks' maxima, the chunks' carries come from
 // the chunk maxima before them (fmaxf is exact in any order, so every partition gets the M before and after it that
 // merge_scales would), and each partition's a, b, l and whether it is skipped go to shared memory; then every thread
 // folds its dim over the block's partitions in order, reading the scales with one broadcast load a partition, with
 // its values' loads a chunk ahead. What is left in order is the fold's two multiply-adds a partition, as before, with
 // the same operations on the same values. It was built on the reading that merge_partitions_kernel spends about
-// 1.4 us a chunk on the chunk's prefix maximum, exponentials and 128 shuffles before its fold can start; measured
-// (bench/results/h100-2026-12-07g) it was slower alone (32k keys 11.5 -> 12.2 us, 1k 4.3 -> 5.0) and even in an
-// attention call at 32k, though a one-iteration 32k latency run gained 3%: opt-in until a longer A/B decides.
+// 1.4 us a chunk on the chunk's prefix maximum, exponentials and 128 shuffles before its fold can start. Measured on
+// an H100, it is slower alone under Nsight Compute (32k keys 11.5 -> 12.2 us, 1k 4.3 -> 5.0:
+// bench/results/h100-2026-12-07g) but the 32k decode in the engine went 125.1-125.5 -> 130.5-130.9 tok/s (three
+// iterations each, bench/results/h100-2026-12-08); hence rows of one chunk (bs=32 at 1k keys ran 1.5% slower with it)
+// keep the chunked form. A deeper prefetch of the chunked form (three chunks in flight, 188 registers) gave 129.1 and
+// 17.2 us alone, and was removed.
 constexpr int kMergeBlock = 256;
 constexpr int kMergeBlockChunks = kMergeBlock / kMergeChunk;
 
 template <class QT>
-__global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
-    if (!p.early_prologue) grid_dependency_wait();
+__device__ __forceinline__ void merge_scales_first(const MergeRow<QT>& row) {
     __shared__ float4 scales[kMergeBlock];               // a, b, l of each partition of the block
     __shared__ float local_max[kMergeBlock];             // the prefix maximum within the partition's chunk
     __shared__ float chunk_max[kMergeBlockChunks];       // each chunk's maximum
     __shared__ uint32_t chunk_skips[kMergeBlockChunks];  // bit i: partition i of the chunk adds nothing
-    MergeRow<QT> row;
-    if (!merge_row_of(p, row)) return;
     const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32, warps = int(blockDim.x) / 32, d = tid;
     const float* parts = row.parts;
     const int64_t stride = row.stride;
@@ -287,21 +251,40 @@ __global__ void merge_partitions_scales_first_kernel(const AttentionLaunch p) {
     if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
+// The merge kernel: the prologue, then the row's form (MergeForm; a CTA-uniform choice: the row's partitions come from
+// its metadata in shared memory). Where the scales-first form is compiled in, registers are capped at 128 (256
+// threads, the largest head dim's, two CTAs an SM): 4 CTAs of 128 threads an SM, without the cap it took 134 (3).
+template <class QT, MergeForm kForm>
+__global__ void __launch_bounds__(kMaxAttentionHeadDim, kForm == MergeForm::kChunked ? 1 : 2)
+    merge_partitions_kernel(const AttentionLaunch p) {
+    if (!p.early_prologue) grid_dependency_wait();
+    MergeRow<QT> row;
+    if (!merge_row_of(p, row)) return;
+    const bool scales_first =
+        kForm == MergeForm::kScalesFirst || (kForm == MergeForm::kByLength && row.z_hi - row.z_lo >= kMergeChunk);
+    if (scales_first) {
+        merge_scales_first(row);
+    } else {
+        merge_chunked(row);
+    }
+}
+
 template <class QT>
 void launch_merge(const AttentionLaunch& p, cudaStream_t stream) {
     const int threads = (p.head_dim + 31) / 32 * 32;
     const dim3 grid(unsigned(p.num_tokens), unsigned(p.num_heads));
     switch (p.merge_form) {
-        case MergeForm::kScalesFirst:
-            launch_kernel("merge_partitions_scales_first_kernel", merge_partitions_scales_first_kernel<QT>, grid,
-                          threads, 0, stream, p);
-            return;
-        case MergeForm::kDeepPrefetch:
-            launch_kernel("merge_partitions_deep_kernel", merge_partitions_deep_kernel<QT, kMergeDeepAhead>, grid,
-                          threads, 0, stream, p);
+        case MergeForm::kByLength:
+            launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT, MergeForm::kByLength>, grid, threads,
+                          0, stream, p);
             return;
         case MergeForm::kChunked:
-            launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT>, grid, threads, 0, stream, p);
+            launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT, MergeForm::kChunked>, grid, threads, 0,
+                          stream, p);
+            return;
+        case MergeForm::kScalesFirst:
+            launch_kernel("merge_partitions_kernel", merge_partitions_kernel<QT, MergeForm::kScalesFirst>, grid,
+                          threads, 0, stream, p);
             return;
     }
 }

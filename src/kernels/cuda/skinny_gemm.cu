@@ -171,8 +171,9 @@ bool skinny_gemm_applies(int64_t m, int64_t n, int64_t k, DType in_dtype, DType 
 // In bench/results/h200-2026-12-03b the bulk build leads on matrices of up to 8192 rows with K <= 4096 (fused
 // q / k / v 3.11 vs 2.84 TB/s, o_proj 2.79 vs 2.29 at M = 1, ahead up to M = 8) and trails on the others from M = 4
 // (its 8 consumer warps wait on x's loads), so those keep the register build.
-// TACO_CUDA_SKINNY_BULK_WIDE=1 (skinny_gemm.h) takes the bulk build for longer rows too (down_proj: on the H200 at
-// M = 1, 3.82 against 3.39 TB/s for the register build, bench/results/h200-2026-12-03c).
+// Longer rows take it too unless TACO_CUDA_SKINNY_BULK_WIDE=0 (skinny_gemm.h): down_proj, on the H200 at M = 1 3.82
+// against 3.39 TB/s for the register build (bench/results/h200-2026-12-03c), and on the H100 faster end to end at
+// bs = 1 to 64 (bench/results/h100-2026-12-08).
 constexpr int64_t kBulkDefaultMaxK = 4096;
 static bool bulk_by_default(int64_t n, int64_t k) {
     return n <= 8192 && (k <= kBulkDefaultMaxK || skinny_bulk_wide_enabled()) && skinny_bulk_available();
@@ -180,7 +181,7 @@ static bool bulk_by_default(int64_t n, int64_t k) {
 
 bool skinny_bulk_wide_enabled() {
     static const bool enabled =
-        env_opt_in("TACO_CUDA_SKINNY_BULK_WIDE", std::getenv("TACO_CUDA_SKINNY_BULK_WIDE"),
+        env_switch("TACO_CUDA_SKINNY_BULK_WIDE", std::getenv("TACO_CUDA_SKINNY_BULK_WIDE"),
                    "the skinny GEMM's bulk-copy build for matrices of up to 8192 rows with K > 4096 (down_proj)");
     return enabled;
 }

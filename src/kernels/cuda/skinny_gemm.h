@@ -40,11 +40,12 @@ struct SkinnyTuning {
 // Whether this device runs the bulk-copy build (compute capability 9.0 or later, with its code in the binary).
 bool skinny_bulk_available();
 
-// TACO_CUDA_SKINNY_BULK_WIDE, read once (env_opt_in): 1, kAuto also takes the bulk build for matrices of up to 8192
-// rows with K > 4096 (down_proj). Unlike the backend's other switches it changes bits: those products sum in the
-// bulk build's order instead of the register build's (a row's bits still do not depend on its batch). On an H100
-// bench batch went 170.1 -> 172.4 tok/s at bs=1 and 1,202 -> 1,224 at bs=8 with it, bench latency 170.3 -> 171.9
-// (bench/results/h100-2026-12-07g); opt-in until the CUDA suites (goldens, graphs) have run with it.
+// TACO_CUDA_SKINNY_BULK_WIDE, read once (env_switch): unset or 1, kAuto also takes the bulk build for matrices of
+// up to 8192 rows with K > 4096 (down_proj); 0, the register build there. Unlike the backend's other switches it
+// changes bits: those products sum in the bulk build's order instead of the register build's (a row's bits still do
+// not depend on its batch). On an H100 bench latency went 172.5 -> 174.2 tok/s with it and bench batch 1,227 ->
+// 1,235 at bs=8, 3,719 -> 3,742 at bs=32, 6,193 -> 6,250 at bs=64; the CUDA suites (goldens, graphs, 286 tests)
+// passed with it (bench/results/h100-2026-12-08).
 bool skinny_bulk_wide_enabled();
 
 // Enqueues the product on `stream` (a cudaStream_t); bias may be null. Aborts naming the shape when
