@@ -306,7 +306,8 @@ TEST_F(CudaPagedAttention, SplitKvAndOneCtaGiveTheSameBits) {
 // 32k keys cross chunks and blocks, one from a window's first partition; split, they must still have the bits of the
 // one-CTA walk.
 TEST_F(CudaPagedAttention, SplitKvGivesTheOneCtaBitsOverManyPartitions) {
-    // 4095 keys: 32 partitions, the longest row of one chunk; 4100: 33, the shortest scales-first row.
+    // 4,095 cached tokens and the new one: 4,096 keys in 32 partitions, the longest row of one chunk; 4,100 cached:
+    // 33 partitions, the shortest scales-first row.
     const Seqs seqs = {{33000, 1}, {4100, 1}, {8191, 1}, {4095, 1}};
     for (DType dtype : {DType::kBF16, DType::kF32}) {
         for (const int window : {0, 20000}) {
