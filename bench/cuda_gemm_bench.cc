@@ -7,6 +7,7 @@
 //   BM_SkinnyBulk:  the bulk-copy build's tunings: arguments M, N, K, stages, blocks per multiprocessor.
 //   BM_Cublas:      the same product through cuBLASLt's cached plan (what ops::matmul runs for M > 16), also at the
 //                   batch decode shapes M = 32 .. 256.
+//   BM_GatedUp:     the MLP's gate / up (14336 x 4096 each) and SiLU gating at M = 1..16, fused or not.
 //   BM_CublasCandidate: each allowed cuBLASLt candidate at the batch shapes (arguments M, N, K, candidate index).
 // Arguments: M, N, K. Weights rotate through a 1 GiB pool so they come from HBM, not from the 50 MB L2. Counters:
 // weight_GBps (weight bytes per second; over BM_DeviceCopy's rw_GBps: the fraction of the copy bandwidth).
@@ -25,6 +26,7 @@
 #include "cuda_bench_util.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/gemm_plan_cache.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
@@ -136,6 +138,36 @@ void run_cublas(benchmark::State& state, int candidate) {
 
 void BM_Cublas(benchmark::State& state) { run_cublas(state, -1); }
 
+// The MLP's gate / up and its activation at the decode shapes (arguments M, fused): fused, skinny_gated (one launch,
+// gate and up never written); else the gate / up launch and the activation's kernel, as ops::gated_projection runs
+// them by default. weight_GBps counts both matrices.
+void BM_GatedUp(benchmark::State& state) {
+    Gpu& g = gpu();
+    if (!g.unavailable.empty()) return state.SkipWithError(g.unavailable.c_str());
+    const int64_t m = state.range(0), n = 14336, k = 4096;
+    const bool fused = state.range(1) != 0;
+    if (fused && !skinny_gated_applies(m, n, k, DType::kBF16, g.x.view().data, g.pool.view().data, g.pool.view().data))
+        return state.SkipWithError("skinny_gated does not take this shape here");
+    auto* gate = static_cast<uint8_t*>(g.y.view().data);  // [m, n] bf16 each, inside y's f32 buffer
+    uint8_t* up = gate + size_t(m * n) * 2;
+    uint8_t* out = up + size_t(m * n) * 2;
+    time_calls(state, [&](int64_t i) {
+        const void* w_gate = weights(2 * i, n, k);
+        const void* w_up = weights(2 * i + 1, n, k);
+        if (fused) {
+            const SkinnyGated p{
+                g.x.view().data, w_gate, nullptr, w_up, nullptr, out, m, n, k, launch::ActivationKind::kSilu};
+            skinny_gated(p, DType::kBF16, g.stream->stream());
+            return;
+        }
+        const SkinnyOutput outs[] = {{w_gate, nullptr, gate, n}, {w_up, nullptr, up, n}};
+        skinny_gemm_group(g.x.view().data, outs, 2, m, k, DType::kBF16, DType::kBF16, g.stream->stream());
+        launch::gated_activation(g.stream->stream(), gate, up, out, DType::kBF16, m * n, launch::ActivationKind::kSilu);
+    });
+    state.counters["weight_GBps"] = benchmark::Counter(
+        double(2 * n * k * 2), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 // Every allowed candidate of the heuristic (argument 4: its index), to see how far the rule's choice is from the
 // fastest at the batch decode shapes; the label names each one's configuration.
 void BM_CublasCandidate(benchmark::State& state) { run_cublas(state, int(state.range(3))); }
@@ -181,6 +213,7 @@ BENCHMARK(BM_SkinnyRegisters)->Apply(decode_shapes)->UseManualTime()->Unit(bench
 BENCHMARK(BM_SkinnyBulk)->Apply(bulk_tunings)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(decode_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cublas)->Apply(batch_shapes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GatedUp)->ArgsProduct({{1, 4, 8, 16}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CublasCandidate)->Apply(batch_candidates)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -143,7 +143,7 @@ done
 # TACO_QUICK_GEMM=1: the decode GEMMs against the copy bandwidth (cuda_gemm_bench: the skinny kernel's builds and
 # tunings at M <= 16, cuBLASLt up to M = 256).
 [ "${TACO_QUICK_GEMM:-0}" = 1 ] && step gemm_bench 200 "$build/cuda_gemm_bench" --benchmark_min_time=0.01 \
-  --benchmark_filter='DeviceCopy|Skinny|Cublas/' --benchmark_out="$out/cuda_gemm_bench.json" --benchmark_out_format=json
+  --benchmark_filter='DeviceCopy|Skinny|Cublas/|GatedUp' --benchmark_out="$out/cuda_gemm_bench.json" --benchmark_out_format=json
 # TACO_QUICK_PROFILE_DECODE="64 ...": each kernel's time in the decode steps of those batch sizes and in the 32k
 # latency run (scripts/gpu_profile.sh's TACO_PROFILE_DECODE_BATCHES and TACO_PROFILE_LONG).
 [ -n "${TACO_QUICK_PROFILE_DECODE:-}" ] && step profile_decode 300 env OUT="$out" TACO_PROFILE_LATENCY=0 \

@@ -222,6 +222,25 @@ void gated_activation(const ExecContext& ctx, const TensorView& gate, const Tens
     if (runs(ctx, "gated_activation")) TACO_DISPATCH(ctx, gated_activation, ctx, gate, up, act, out);
 }
 
+void gated_projection(const ExecContext& ctx, const TensorView& x, const Projection& gate, const Projection& up,
+                      Activation act, const TensorView& out) {
+    TACO_CHECK_MSG(gate.w != nullptr && up.w != nullptr, "gated_projection: a projection without a weight");
+    check_matmul(ctx, x, *gate.w, gate.bias, gate.y);
+    check_matmul(ctx, x, *up.w, up.bias, up.y);
+    check_act(ctx, gate.y, 2, "gated_projection", "gate");
+    check_act(ctx, up.y, 2, "gated_projection", "up");
+    check_act(ctx, out, 2, "gated_projection", "out");
+    check_same_shape(gate.y, up.y, "gated_projection");
+    check_same_shape(gate.y, out, "gated_projection");
+    if (!runs(ctx, "gated_projection")) return;
+#ifdef TACO_WITH_CUDA
+    if (ctx.device == Device::kCuda) return cuda::gated_projection(ctx, x, gate, up, act, out);
+#endif
+    const Projection both[] = {gate, up};
+    for (const Projection& p : both) cpu::matmul(ctx, x, *p.w, p.bias, p.y);
+    cpu::gated_activation(ctx, gate.y, up.y, act, out);
+}
+
 void activation_inplace(const ExecContext& ctx, const TensorView& x, Activation act) {
     check_act(ctx, x, x.ndim, "activation_inplace", "x");
     if (runs(ctx, "activation_inplace")) TACO_DISPATCH(ctx, activation_inplace, ctx, x, act);

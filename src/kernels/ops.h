@@ -81,6 +81,12 @@ enum class Activation { kSilu, kGeluTanh, kGeluErf, kRelu, kRelu2 };  // kRelu2:
 // out = act(gate) * up, elementwise.  gate, up, out: [T, I] act (out may alias gate).
 void gated_activation(const ExecContext& ctx, const TensorView& gate, const TensorView& up, Activation act,
                       const TensorView& out);
+// out = act(x . gate.w^T + gate.bias) * (x . up.w^T + up.bias): a gated MLP's gate / up projections and their
+// activation, with the bits of matmuls({gate, up}) followed by gated_activation(gate.y, up.y, act, out). gate.y and
+// up.y are scratch of out's shape that a backend may leave unwritten (the CUDA backend fuses the three where its
+// skinny GEMM takes the pair, with TACO_CUDA_FUSED_GATED_UP=1). out may alias gate.y or up.y, never x.
+void gated_projection(const ExecContext& ctx, const TensorView& x, const Projection& gate, const Projection& up,
+                      Activation act, const TensorView& out);
 // x = act(x) in place.
 void activation_inplace(const ExecContext& ctx, const TensorView& x, Activation act);
 

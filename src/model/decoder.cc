@@ -135,10 +135,8 @@ void Decoder::mlp_block(const Pass& pass, const DecoderLayerWeights& w, const Te
         ops::matmul(pass.ctx, up, w.down.weight, w.down.bias_or_null(), out);
     } else {
         TensorView gate = pass.alloc({t, config_.intermediate_size});
-        const ops::Projection gate_up[] = {{&w.gate.weight, w.gate.bias_or_null(), gate},
-                                           {&w.up.weight, w.up.bias_or_null(), up}};
-        ops::matmuls(pass.ctx, x, gate_up);
-        ops::gated_activation(pass.ctx, gate, up, spec_.mlp.activation, gate);
+        ops::gated_projection(pass.ctx, x, {&w.gate.weight, w.gate.bias_or_null(), gate},
+                              {&w.up.weight, w.up.bias_or_null(), up}, spec_.mlp.activation, gate);
         ops::matmul(pass.ctx, gate, w.down.weight, w.down.bias_or_null(), out);
     }
     pass.ws.release_to(mark);

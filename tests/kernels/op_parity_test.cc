@@ -34,6 +34,7 @@ const std::map<std::string, double>& bounds() {
         {"scale_inplace", 0.5},       // [0.49] one rounding
         {"softcap_inplace", 2},       // [1.14]
         {"gated_activation", 2},      // [1.2]
+        {"gated_projection", 0},      // [0] against the separate ops on the same backend: their bits
         {"activation_inplace", 1.5},  // [0.75]
         {"rotary_embedding", 2},      // [0.92]
         {"write_kv_cache", 0},        // [0]

@@ -34,6 +34,8 @@ TEST(OpsContract, DryRunChecksEveryOpWithoutTouchingMemory) {
     scale_inplace(ctx, x, 2);
     softcap_inplace(ctx, x, 2);
     gated_activation(ctx, x, x, Activation::kSilu, x);
+    const TensorView w = no_memory(f, {8, 8});
+    gated_projection(ctx, x, {&w, nullptr, x}, {&w, nullptr, x}, Activation::kSilu, x);
     activation_inplace(ctx, x, Activation::kGeluTanh);
     rotary_embedding(ctx, q, no_memory(i, {4}), no_memory(i, {4}), no_memory(f, {16, 4}), no_memory(f, {16, 4}), 8,
                      true);

@@ -48,6 +48,13 @@ TEST_F(OpsDeathTest, ShapeMismatchNamesTheShapes) {
                  "matmul: x .2, 3. . w .4, 5..T -> y .2, 4.");
     EXPECT_DEATH(gated_activation(ctx_, f32({2, 3}), f32({2, 4}), Activation::kSilu, f32({2, 3})),
                  "gated_activation: shapes .2, 3. and .2, 4. differ");
+    const TensorView x = f32({2, 5}), w = f32({3, 5}), w4 = f32({4, 5});
+    EXPECT_DEATH(gated_projection(ctx_, x, {&w, nullptr, f32({2, 3})}, {&w4, nullptr, f32({2, 4})}, Activation::kSilu,
+                                  f32({2, 3})),
+                 "gated_projection: shapes .2, 3. and .2, 4. differ");
+    EXPECT_DEATH(gated_projection(ctx_, x, {nullptr, nullptr, f32({2, 3})}, {&w, nullptr, f32({2, 3})},
+                                  Activation::kSilu, f32({2, 3})),
+                 "gated_projection: a projection without a weight");
 }
 
 TEST_F(OpsDeathTest, WrongRankNamesTheOperandAndItsShape) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "kernels/ops.h"
 #include "parity_harness.h"
@@ -292,6 +293,43 @@ CaseGroup gated_activation_group() {
     return group;
 }
 
+// gated_projection against matmuls + gated_activation on the same backend: the same values (the op's contract is their
+// bits, whether a backend fuses them or not), rows of 1 to 17 (the CUDA skinny GEMM's range and past it).
+CaseGroup gated_projection_group() {
+    struct Shape {
+        int64_t m, n, k;
+        bool bias;
+    };
+    CaseGroup group{"gated_projection", "activations", {}};
+    for (const Shape& s : {Shape{1, 40, 64, false}, {5, 24, 40, true}, {16, 72, 128, false}, {17, 9, 33, true}}) {
+        for (Activation act : {Activation::kSilu, Activation::kGeluTanh}) {
+            const std::string name =
+                fmt::format("{}_m{}_n{}_k{}{}", activation_name(act), s.m, s.n, s.k, s.bias ? "_bias" : "");
+            group.cases.push_back(
+                {name, [=](ParityRun& r) {
+                     TensorView x = r.device(r.host_act({s.m, s.k}));
+                     TensorView wg = r.device(r.host_act({s.n, s.k}));
+                     TensorView wu = r.device(r.host_act({s.n, s.k}));
+                     TensorView bg = r.device(r.host_random({s.n}, DType::kF32, -1, 1));
+                     TensorView bu = r.device(r.host_random({s.n}, DType::kF32, -1, 1));
+                     const TensorView* gate_bias = s.bias ? &bg : nullptr;
+                     const TensorView* up_bias = s.bias ? &bu : nullptr;
+                     TensorView gate = r.device_output({s.m, s.n}, r.act());
+                     TensorView up = r.device_output({s.m, s.n}, r.act());
+                     TensorView out = r.device_output({s.m, s.n}, r.act());
+                     ops::gated_projection(r.ctx(), x, {&wg, gate_bias, gate}, {&wu, up_bias, up}, act, out);
+                     TensorView gate2 = r.device_output({s.m, s.n}, r.act());
+                     TensorView up2 = r.device_output({s.m, s.n}, r.act());
+                     const ops::Projection both[] = {{&wg, gate_bias, gate2}, {&wu, up_bias, up2}};
+                     ops::matmuls(r.ctx(), x, both);
+                     ops::gated_activation(r.ctx(), gate2, up2, act, gate2);
+                     EXPECT_EQ(r.read(out), r.read(gate2));
+                 }});
+        }
+    }
+    return group;
+}
+
 CaseGroup activation_inplace_group() {
     CaseGroup group{"activation_inplace", "activations", {}};
     for (Activation act : kActivations) {
@@ -321,6 +359,7 @@ std::vector<CaseGroup> dense_case_groups() {
     groups.push_back(per_head_layer_norm_group());
     for (CaseGroup& g : elementwise_groups()) groups.push_back(std::move(g));
     groups.push_back(gated_activation_group());
+    groups.push_back(gated_projection_group());
     groups.push_back(activation_inplace_group());
     return groups;
 }

@@ -31,6 +31,13 @@ void softcap_inplace(const ExecContext& ctx, const TensorView& x, float cap);
 void gated_activation(const ExecContext& ctx, const TensorView& gate, const TensorView& up, ops::Activation act,
                       const TensorView& out);
 void activation_inplace(const ExecContext& ctx, const TensorView& x, ops::Activation act);
+void gated_projection(const ExecContext& ctx, const TensorView& x, const ops::Projection& gate,
+                      const ops::Projection& up, ops::Activation act, const TensorView& out);
+// How gated_projection runs: kAuto fuses where TACO_CUDA_FUSED_GATED_UP allows and the skinny GEMM takes the pair;
+// kFused where the skinny GEMM takes it (else separately); kSeparate never (tests compare the two).
+enum class GatedProjection { kAuto, kFused, kSeparate };
+void gated_projection_with(const ExecContext& ctx, const TensorView& x, const ops::Projection& gate,
+                           const ops::Projection& up, ops::Activation act, const TensorView& out, GatedProjection how);
 void rotary_embedding(const ExecContext& ctx, const TensorView& x, const TensorView& positions,
                       const TensorView& table_offsets, const TensorView& cos_table, const TensorView& sin_table,
                       int rotary_dim, bool neox_style);

@@ -3,6 +3,7 @@
 // once to its dtype. Flat grid-stride loops over the elements; operands are contiguous (ops.cc checks).
 #include <cstdint>
 
+#include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/launch.h"
 
@@ -17,20 +18,6 @@ constexpr int64_t kMaxBlocks = 65536;  // grid-stride beyond this
 unsigned flat_blocks(int64_t n) {
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     return unsigned(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
-
-__device__ __forceinline__ float activate(float x, ActivationKind act) {
-    switch (act) {
-        case ActivationKind::kSilu: return x / (1.0f + expf(-x));
-        case ActivationKind::kGeluTanh: {
-            const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-            return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-        }
-        case ActivationKind::kGeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-        case ActivationKind::kRelu: return x > 0 ? x : 0.0f;
-        case ActivationKind::kRelu2: return x > 0 ? x * x : 0.0f;
-    }
-    return x;
 }
 
 template <class T>

@@ -26,6 +26,7 @@
 #include "kernels/cuda/env_switch.h"
 #include "kernels/cuda/kernel_common.cuh"
 #include "kernels/cuda/mma.cuh"
+#include "kernels/cuda/skinny_gemm_chunk.cuh"
 #include "kernels/cuda/skinny_gemm_detail.h"
 
 namespace taco::cuda {
@@ -71,19 +72,11 @@ __global__ void __launch_bounds__(kWarps* kWarpSize, kLoadsInFlight ? 1 : 0)
         for (int u = 0; u < kInFlight; ++u) {
             const int64_t col = (c0 + int64_t(u) * kWarps) * kChunk;  // + 8 t: within k when col + 8 t < k
             const bool in_k = col + t * kVector < k;
-            const uint4 zero = make_uint4(0, 0, 0, 0);
-            wv[u] = in_k && w_ok ? load_weights(w_row + col) : zero;
-            xv[u] = in_k && x_ok ? __ldg(reinterpret_cast<const uint4*>(x_row + col)) : zero;
-            xu[u] = zero;
-            if constexpr (kUpperRows) {
-                if (in_k && x_upper_ok) xu[u] = __ldg(reinterpret_cast<const uint4*>(x_upper + col));
-            }
+            wv[u] = in_k && w_ok ? load_weights(w_row + col) : make_uint4(0, 0, 0, 0);
+            load_x_chunk<T, kUpperRows>(xv[u], xu[u], x_row, x_upper, col, in_k, x_ok, x_upper_ok);
         }
 #pragma unroll
-        for (int u = 0; u < kInFlight; ++u) {
-            mma_m16n8k16<T>(acc, xv[u].x, xu[u].x, xv[u].y, xu[u].y, wv[u].x, wv[u].y);
-            mma_m16n8k16<T>(acc, xv[u].z, xu[u].z, xv[u].w, xu[u].w, wv[u].z, wv[u].w);
-        }
+        for (int u = 0; u < kInFlight; ++u) mma_chunk<T>(acc, xv[u], xu[u], wv[u]);
     }
     // acc: rows g (0, 1) and g + 8 (2, 3) of x, outputs n0 + 2 t (0, 2) and n0 + 2 t + 1 (1, 3).
     __shared__ float partial[kWarps][4][kWarpSize];
@@ -232,6 +225,26 @@ void skinny_gemm(const void* x, const void* w, const float* bias, void* y, int64
                    m, k, n, k, dtype_name(in_dtype), dtype_name(out_dtype), kSkinnyMaxRows);
     const SkinnyOutput out{w, bias, y, n};
     skinny_gemm_group(x, &out, 1, m, k, in_dtype, out_dtype, stream, tuning);
+}
+
+bool skinny_gated_applies(int64_t m, int64_t n, int64_t k, DType dtype, const void* x, const void* w_gate,
+                          const void* w_up) {
+    return skinny_gemm_applies(m, n, k, dtype, dtype, x, w_gate) &&
+           skinny_gemm_applies(m, n, k, dtype, dtype, x, w_up) && !bulk_by_default(n, k);
+}
+
+void skinny_gated(const SkinnyGated& p, DType dtype, void* stream) {
+    TACO_CHECK_MSG(skinny_gated_applies(p.m, p.n, p.k, dtype, p.x, p.w_gate, p.w_up),
+                   "skinny_gated: [{}, {}] x [{}, {}]^T twice in {} is not a fused gate / up (M <= {}, f16/bf16, K a "
+                   "multiple of 8, 16-byte aligned operands, a matrix the register build runs)",
+                   p.m, p.k, p.n, p.k, dtype_name(dtype), kSkinnyMaxRows);
+    skinny_gated_launch(p, warps_for(p.n), dtype, stream);
+}
+
+bool fused_gated_up_enabled() {
+    static const bool enabled = env_opt_in("TACO_CUDA_FUSED_GATED_UP", std::getenv("TACO_CUDA_FUSED_GATED_UP"),
+                                           "the skinny GEMM's gate / up with the gated activation in its epilogue");
+    return enabled;
 }
 
 }  // namespace taco::cuda

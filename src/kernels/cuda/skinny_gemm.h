@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/cuda/launch.h"
 
 namespace taco::cuda {
 
@@ -67,5 +68,33 @@ bool skinny_gemm_group_applies(int64_t m, int64_t k, DType in_dtype, DType out_d
                                const SkinnyOutput* outs, int count);
 void skinny_gemm_group(const void* x, const SkinnyOutput* outs, int count, int64_t m, int64_t k, DType in_dtype,
                        DType out_dtype, void* stream, const SkinnyTuning& tuning = {});
+
+// The gate / up pair of a gated MLP with its activation in one launch (skinny_gemm_gated.cu): out [M, N] =
+// act(x . w_gate^T + b_gate) * (x . w_up^T + b_up), with the bits of skinny_gemm_group's gate and up (each rounded to
+// the dtype) followed by launch::gated_activation. Biases may be null; out must not overlap x.
+struct SkinnyGated {
+    const void* x;
+    const void* w_gate;
+    const float* b_gate;
+    const void* w_up;
+    const float* b_up;
+    void* out;
+    int64_t m, n, k;
+    launch::ActivationKind act;
+};
+
+// Whether skinny_gated takes the pair: both products skinny_gemm_applies to with y in the operands' dtype, and the
+// separate launch would run them on the register build (the bulk build sums in another order, so a pair it would run
+// keeps the separate launches).
+bool skinny_gated_applies(int64_t m, int64_t n, int64_t k, DType dtype, const void* x, const void* w_gate,
+                          const void* w_up);
+
+// Enqueues the fused pair on `stream`; aborts naming the shape when skinny_gated_applies is false.
+void skinny_gated(const SkinnyGated& p, DType dtype, void* stream);
+
+// TACO_CUDA_FUSED_GATED_UP, read once (env_opt_in): 1, ops::gated_projection runs skinny_gated where it applies;
+// unset or 0, the gate / up launch and the activation's kernel. The same bits either way (tests/cuda pins it). Not yet
+// measured: opt-in until a GPU run has shown the bits and the time.
+bool fused_gated_up_enabled();
 
 }  // namespace taco::cuda

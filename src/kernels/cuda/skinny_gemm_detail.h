@@ -25,4 +25,8 @@ struct SkinnyOutputs {
 void skinny_bulk_launch(const void* x, const SkinnyOutputs& outs, int64_t m, int64_t k, DType in_dtype, DType out_dtype,
                         const SkinnyTuning& tuning, void* stream);
 
+// Enqueues the fused gate / up (skinny_gemm.h's skinny_gated, checked there) with `warps` warps splitting K (the
+// register build's warps_for(N): 4 or 16).
+void skinny_gated_launch(const SkinnyGated& p, int warps, DType dtype, void* stream);
+
 }  // namespace taco::cuda

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/skinny_gemm.h"
 
 namespace taco::cuda {
 namespace {
@@ -94,6 +95,40 @@ void gated_activation(const ExecContext& ctx, const TensorView& gate, const Tens
     check_same_dtype("gated_activation", gate, "gate", up, "up");
     check_same_dtype("gated_activation", gate, "gate", out, "out");
     launch::gated_activation(ctx.stream, gate.data, up.data, out.data, gate.dtype, gate.numel(), kind_of(act));
+}
+
+void gated_projection_with(const ExecContext& ctx, const TensorView& x, const ops::Projection& gate,
+                           const ops::Projection& up, ops::Activation act, const TensorView& out, GatedProjection how) {
+    const int64_t m = x.shape[0], n = gate.w->shape[0], k = x.shape[1];
+    const bool wanted = how == GatedProjection::kFused || (how == GatedProjection::kAuto && fused_gated_up_enabled());
+    // out is written while other blocks still read x: never fused over an x it overlaps.
+    const auto* x_begin = static_cast<const uint8_t*>(x.data);
+    const auto* out_begin = static_cast<const uint8_t*>(out.data);
+    const bool apart = out_begin + out.nbytes() <= x_begin || x_begin + x.nbytes() <= out_begin;
+    if (wanted && m > 0 && apart && x.dtype == gate.w->dtype && x.dtype == up.w->dtype && out.dtype == x.dtype &&
+        x.is_contiguous() && out.is_contiguous() &&
+        skinny_gated_applies(m, n, k, x.dtype, x.data, gate.w->data, up.w->data)) {
+        const SkinnyGated p{x.data,
+                            gate.w->data,
+                            gate.bias != nullptr ? static_cast<const float*>(gate.bias->data) : nullptr,
+                            up.w->data,
+                            up.bias != nullptr ? static_cast<const float*>(up.bias->data) : nullptr,
+                            out.data,
+                            m,
+                            n,
+                            k,
+                            kind_of(act)};
+        skinny_gated(p, x.dtype, ctx.stream);
+        return;
+    }
+    const ops::Projection both[] = {gate, up};
+    cuda::matmuls(ctx, x, both);
+    cuda::gated_activation(ctx, gate.y, up.y, act, out);
+}
+
+void gated_projection(const ExecContext& ctx, const TensorView& x, const ops::Projection& gate,
+                      const ops::Projection& up, ops::Activation act, const TensorView& out) {
+    gated_projection_with(ctx, x, gate, up, act, out, GatedProjection::kAuto);
 }
 
 void activation_inplace(const ExecContext& ctx, const TensorView& x, ops::Activation act) {
