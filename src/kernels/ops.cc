@@ -232,6 +232,11 @@ void gated_projection(const ExecContext& ctx, const TensorView& x, const Project
     check_act(ctx, out, 2, "gated_projection", "out");
     check_same_shape(gate.y, up.y, "gated_projection");
     check_same_shape(gate.y, out, "gated_projection");
+    // One dtype for gate, up and out, as gated_activation takes them on every backend: a fusing backend never
+    // accepts what the separate ops would refuse.
+    TACO_CHECK_MSG(gate.y.dtype == out.dtype && up.y.dtype == out.dtype,
+                   "gated_projection: gate is {}, up is {} and out is {}; they take one dtype",
+                   dtype_name(gate.y.dtype), dtype_name(up.y.dtype), dtype_name(out.dtype));
     if (!runs(ctx, "gated_projection")) return;
 #ifdef TACO_WITH_CUDA
     if (ctx.device == Device::kCuda) return cuda::gated_projection(ctx, x, gate, up, act, out);

@@ -1,5 +1,6 @@
 // On/off switches of the CUDA backend read from the environment (TACO_CUDA_PDL, TACO_CUDA_DECODE_ATTENTION): for
-// side-by-side measurements and for bisecting, never for results (each switch changes speed only). Plain C++ header.
+// side-by-side measurements and for bisecting; each changes speed only, except TACO_CUDA_SKINNY_BULK_WIDE (bits of
+// down_proj, skinny_gemm.h). Plain C++ header.
 #pragma once
 
 namespace taco::cuda {

@@ -69,8 +69,8 @@ bool cudnn_attention_enabled();
 // TACO_CUDA_CUDNN_WARMUP, read once (env_opt_in): 1, ModelRunner::create builds cuDNN's plans for every bucket at
 // start-up (cudnn_attention_build_buckets) after one prefill step on the real cache; unset or 0, on first use.
 bool cudnn_attention_warmup_enabled();
-// TACO_CUDA_MERGE_SCALES_FIRST, read once (env_override) by the first split launch: unset, split-KV's merge takes
-// each row's form by its length (paged_attention_kernels.h's MergeForm::kByLength); 1, every row scales-first; 0,
+// TACO_CUDA_MERGE_SCALES_FIRST, read once (env_override) by the first launch of our kernels: unset, split-KV's merge
+// takes each row's form by its length (paged_attention_kernels.h's MergeForm::kByLength); 1, every row scales-first; 0,
 // every row chunk by chunk. The same bits every way.
 // TACO_CUDA_ATTENTION_EARLY_PROLOGUE, read once (env_switch): unset or 1, the decode kernel and the merge read the
 // metadata, the first tile's block table and (where every key of it is older than the row's position) stage the

@@ -50,7 +50,7 @@ struct AttentionLaunch {
     DType act, cache;      // q and out; the caches (act or f32)
     bool tensor_cores;     // paged_attention_mma.cu's kernel (mma_attention_supports), else the CUDA cores'
     bool decode;           // with tensor_cores: paged_attention_decode.cu's kernel, one token per CTA
-    MergeForm merge_form;  // with partials: the merge's form (paged_attention.h's switches)
+    MergeForm merge_form;  // with partials: the merge's form (paged_attention.h's TACO_CUDA_MERGE_SCALES_FIRST)
     // The decode and merge kernels read what was written before the kernel they follow started (the metadata, the
     // block tables, the decode kernel's keys before each row's position) before their grid_dependency_wait
     // (attention_early_prologue_enabled).

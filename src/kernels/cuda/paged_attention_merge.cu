@@ -85,9 +85,9 @@ struct MergeRow {
     bool has_dim;    // the thread's dim is one of the head's (threads come in warps)
 };
 
-// The CTA's row (thread 0 reads its metadata into shared memory; the kernel's grid_dependency_wait is here with
-// p.early_prologue). false: nothing more to do, for padding, or for a row whose metadata is bad, whose NaN output is
-// written here.
+// The CTA's row (thread 0 reads its metadata into shared memory; merge_partitions_kernel's grid_dependency_wait is here
+// with p.early_prologue). false: nothing more to do, for padding, or for a row whose metadata is bad, whose NaN output
+// is written here.
 template <class QT>
 __device__ __forceinline__ bool merge_row_of(const AttentionLaunch& p, MergeRow<QT>& r) {
     __shared__ RowInfo info;
@@ -160,14 +160,15 @@ __device__ __forceinline__ void merge_chunked(const MergeRow<QT>& row) {
     if (has_dim) *row.out = from_f32<QT>(__fdiv_rn(O, L));
 }
 
-// The scales-first form, which rows of more than one chunk of partitions (over 4,096 keys) take by default: the same
+// The scales-first form, which rows of more than one chunk of partitions (over 4,096 keys without a window) take by
+// default: the same
 // merge in two phases per block of up to 256 partitions. The
 // scales come first for the whole block at once: each warp scans its chunks' maxima, the chunks' carries come from
 // the chunk maxima before them (fmaxf is exact in any order, so every partition gets the M before and after it that
 // merge_scales would), and each partition's a, b, l and whether it is skipped go to shared memory; then every thread
 // folds its dim over the block's partitions in order, reading the scales with one broadcast load a partition, with
 // its values' loads a chunk ahead. What is left in order is the fold's two multiply-adds a partition, as before, with
-// the same operations on the same values. It was built on the reading that merge_partitions_kernel spends about
+// the same operations on the same values. It was built on the reading that the chunked form spends about
 // 1.4 us a chunk on the chunk's prefix maximum, exponentials and 128 shuffles before its fold can start. Measured on
 // an H100, it is slower alone under Nsight Compute (32k keys 11.5 -> 12.2 us, 1k 4.3 -> 5.0:
 // bench/results/h100-2026-12-07g) but the 32k decode in the engine went 125.1-125.5 -> 130.5-130.9 tok/s (three
@@ -260,9 +261,11 @@ __global__ void __launch_bounds__(kMaxAttentionHeadDim, kForm == MergeForm::kChu
     if (!p.early_prologue) grid_dependency_wait();
     MergeRow<QT> row;
     if (!merge_row_of(p, row)) return;
-    const bool scales_first =
-        kForm == MergeForm::kScalesFirst || (kForm == MergeForm::kByLength && row.z_hi - row.z_lo >= kMergeChunk);
-    if (scales_first) {
+    if constexpr (kForm == MergeForm::kScalesFirst) {
+        merge_scales_first(row);
+    } else if constexpr (kForm == MergeForm::kChunked) {
+        merge_chunked(row);
+    } else if (row.z_hi - row.z_lo >= kMergeChunk) {  // kByLength: more than one chunk of partitions
         merge_scales_first(row);
     } else {
         merge_chunked(row);
